@@ -1,0 +1,65 @@
+/**
+ * @module Agent settings (CONTRACT section 1): flags, else environment, else defaults. Parsed
+ * once by the entry point and passed down frozen.
+ */
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { AGENT_CONNECT_PATH } from '../shared/protocol';
+
+const schema = z.object({
+  server: z
+    .string({ error: 'is required (--server URL or TETHER_SERVER)' })
+    .refine((s) => /^(https?|wss?):\/\/[^/]/.test(s) && URL.canParse(s), 'must be an http(s):// or ws(s):// URL'),
+  deviceId: z
+    .string({ error: 'is required (--device-id ID or TETHER_DEVICE_ID)' })
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 characters of [A-Za-z0-9._-]'),
+  token: z.string({ error: 'is required (--token T or TETHER_DEVICE_TOKEN)' }).min(1, 'must not be empty'),
+  filesRoot: z.string().min(1).default('.'),
+  logDirs: z.string().min(1).default('/var/log'),
+});
+
+export interface AgentConfig {
+  /** The control channel URL, `ws(s)://host/v1/agent/connect`. */
+  connectUrl: string;
+  deviceId: string;
+  token: string;
+  filesRoot: string;
+  logDirs: string[];
+}
+
+export interface AgentFlags {
+  server?: string | undefined;
+  deviceId?: string | undefined;
+  token?: string | undefined;
+  filesRoot?: string | undefined;
+  logDirs?: string | undefined;
+}
+
+/** Merges flags over the environment; throws an Error listing every problem. */
+export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Readonly<AgentConfig> {
+  const pick = (flag: string | undefined, name: string) => flag ?? (env[name] || undefined);
+  const result = schema.safeParse({
+    server: pick(flags.server, 'TETHER_SERVER'),
+    deviceId: pick(flags.deviceId, 'TETHER_DEVICE_ID'),
+    token: pick(flags.token, 'TETHER_DEVICE_TOKEN'),
+    filesRoot: pick(flags.filesRoot, 'TETHER_FILES_ROOT'),
+    logDirs: pick(flags.logDirs, 'TETHER_LOG_DIRS'),
+  });
+  if (!result.success) {
+    throw new Error(
+      `invalid agent settings:\n${result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}`,
+    );
+  }
+  const c = result.data;
+  const url = new URL(c.server);
+  url.protocol = url.protocol.replace(/^http/, 'ws');
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${AGENT_CONNECT_PATH}`;
+  url.search = '';
+  return Object.freeze({
+    connectUrl: url.toString(),
+    deviceId: c.deviceId,
+    token: c.token,
+    filesRoot: resolve(c.filesRoot),
+    logDirs: c.logDirs.split(':').filter(Boolean).map((d) => resolve(d)),
+  });
+}

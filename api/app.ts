@@ -1,0 +1,86 @@
+/**
+ * @module The operator API as a Koa application built from its dependencies. It does not
+ * listen: the composition root mounts `callback()` on the server it owns (fastify's build vs
+ * listen), and calls `start()` / `shutdown()` around it.
+ */
+import Koa from 'koa';
+import type { Logger } from '../shared/log';
+import type { Metrics } from '../shared/metrics';
+import type { Ticketer } from '../shared/tickets';
+import { authenticate } from './http/auth';
+import { errorHandler } from './http/errors';
+import { createSlidingWindowLimiter } from './http/rate-limit';
+import { requestId } from './http/request-id';
+import type { RelayPort } from './ports';
+import { DEVICE_LIST_PER_MINUTE, deviceRoutes } from './routes/devices';
+import { healthRoutes } from './routes/health';
+import { identityRoutes, publicIdentityRoutes } from './routes/identity';
+import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from './routes/sessions';
+import { createIdentityService } from './services/identity';
+import { createSessionService } from './services/sessions';
+import type { Store } from './store/index';
+
+export interface ApiDeps {
+  store: Store;
+  relay: RelayPort;
+  log: Logger;
+  metrics: Metrics;
+  ticketer: Ticketer;
+  /** Base of `websocket_url`, e.g. `ws://127.0.0.1:8080` (known once the server listens). */
+  wsBase: () => string;
+  now: () => number;
+}
+
+export function createApi(deps: ApiDeps) {
+  const { store, relay, log, metrics, now } = deps;
+  const identity = createIdentityService(store, now);
+  const sessions = createSessionService({ store, relay, log: log.child({ component: 'sessions' }), now });
+  const requests = metrics.counter('tether_http_requests_total', 'HTTP requests by method, route and status.');
+  metrics.gauge('tether_sessions_open', 'Remote-access sessions currently open.', () => store.sessions.openCount());
+
+  const minute = 60_000;
+  const app = new Koa();
+  app.silent = true; // errors are rendered and logged by errorHandler, never printed by Koa
+  app.use(requestId());
+  app.use(errorHandler(log.child({ component: 'http' }), requests));
+
+  const publicRoutes = [healthRoutes(store, metrics), publicIdentityRoutes(identity)];
+  for (const r of publicRoutes) app.use(r.routes());
+
+  app.use(authenticate(store.tokens, now));
+  const routes = [
+    identityRoutes(identity),
+    deviceRoutes({
+      store,
+      identity,
+      sessions,
+      relay,
+      listLimiter: createSlidingWindowLimiter(DEVICE_LIST_PER_MINUTE, minute, now),
+    }),
+    sessionRoutes({
+      store,
+      sessions,
+      ticketer: deps.ticketer,
+      wsBase: deps.wsBase,
+      openLimiter: createSlidingWindowLimiter(SESSION_OPEN_PER_MINUTE, minute, now),
+      auditLimiter: createSlidingWindowLimiter(AUDIT_LIST_PER_MINUTE, minute, now),
+    }),
+  ];
+  for (const r of routes) app.use(r.routes());
+
+  return {
+    /** The Node request listener. */
+    callback: () => app.callback(),
+    identity,
+    sessions,
+    /** Reconciles sessions left open by a previous run and arms the expiry timer. */
+    start() {
+      const reconciled = sessions.reconcile();
+      if (reconciled.expired + reconciled.closed > 0) log.info('reconciled sessions left open', reconciled);
+      sessions.start();
+    },
+    /** Closes every open session with `server_shutdown`. */
+    shutdown: () => sessions.shutdown(),
+  };
+}
+export type Api = ReturnType<typeof createApi>;

@@ -1,0 +1,60 @@
+/**
+ * @module Renders errors as the contract's JSON body, logs each request once, and counts it in
+ * the metrics by route and status. Unexpected errors are logged with their stack and answered
+ * with a 500 that names only the request id.
+ */
+import type { Middleware } from 'koa';
+import { ApiError } from '../errors';
+import type { Logger } from '../../shared/log';
+import type { Counter } from '../../shared/metrics';
+
+export interface ErrorBody {
+  error: string;
+  message: string;
+  status: number;
+  details?: ApiError['details'];
+}
+
+/** The route template a request matched (never the raw path, to keep metrics bounded). */
+export function routeOf(ctx: { _matchedRoute?: string | RegExp; state: { route?: string } }): string {
+  const matched = ctx._matchedRoute;
+  return ctx.state.route ?? (typeof matched === 'string' ? matched : 'unmatched');
+}
+
+export function errorHandler(log: Logger, requests: Counter): Middleware {
+  return async function errorHandlerMiddleware(ctx, next) {
+    const started = performance.now();
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new ApiError('not_found', `no such endpoint: ${ctx.method} ${ctx.path}`);
+      }
+    } catch (err) {
+      const requestId = ctx.state.requestId as string;
+      let apiError: ApiError;
+      if (err instanceof ApiError) {
+        apiError = err;
+      } else {
+        log.error('unhandled error', { request_id: requestId, err });
+        apiError = new ApiError('internal_error', `internal error. Request ID: ${requestId}`);
+      }
+      const body: ErrorBody = { error: apiError.code, message: apiError.message, status: apiError.status };
+      if (apiError.details) body.details = apiError.details;
+      for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);
+      ctx.status = apiError.status;
+      ctx.body = body;
+    } finally {
+      const route = routeOf(ctx);
+      requests.inc({ method: ctx.method, route, status: String(ctx.status) });
+      log.info('request', {
+        request_id: ctx.state.requestId,
+        method: ctx.method,
+        route,
+        path: ctx.path, // never the query string: it may hold a stream ticket
+        status: ctx.status,
+        duration_ms: Math.round((performance.now() - started) * 100) / 100,
+        user: ctx.state.principal?.username,
+      });
+    }
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * @module Per-user rate limits in a sliding one-minute window (seed section 8). Every request of
+ * the group counts whatever its outcome, except the ones refused with 429, so that a client that
+ * waits the `Retry-After` it was given is served.
+ */
+import type { Middleware } from 'koa';
+import { ApiError } from '../errors';
+import { principalOf } from './auth';
+
+export interface RateLimiter {
+  /** Counts one request of `key`; returns 0 if allowed, else the seconds to wait. */
+  take(key: string): number;
+}
+
+export function createSlidingWindowLimiter(limit: number, windowMs: number, now: () => number): RateLimiter {
+  const hits = new Map<string, number[]>();
+  let takes = 0;
+
+  function sweep(t: number): void {
+    for (const [key, times] of hits) if (times.at(-1)! <= t - windowMs) hits.delete(key);
+  }
+
+  return {
+    take(key) {
+      const t = now();
+      if (++takes % 4096 === 0) sweep(t);
+      let times = hits.get(key);
+      if (!times) hits.set(key, (times = []));
+      while (times.length > 0 && times[0]! <= t - windowMs) times.shift();
+      if (times.length >= limit) return Math.max(1, Math.ceil((times[0]! + windowMs - t) / 1000));
+      times.push(t);
+      return 0;
+    },
+  };
+}
+
+/** Limits a route group per authenticated user (never per token or header, which are cheap to vary). */
+export function rateLimit(limiter: RateLimiter, perMinute: number): Middleware {
+  return async function rateLimitMiddleware(ctx, next) {
+    const wait = limiter.take(principalOf(ctx).username);
+    if (wait > 0) {
+      throw new ApiError(
+        'rate_limited',
+        `rate limit of ${perMinute} requests per minute exceeded; retry in ${wait} s`,
+        undefined,
+        { 'Retry-After': String(wait) },
+      );
+    }
+    await next();
+  };
+}

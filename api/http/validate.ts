@@ -1,0 +1,86 @@
+/**
+ * @module Validation at the edge: zod schemas for bodies and query strings, failures turned into
+ * 400 `bad_request` with one `details` entry per problem. Handlers get typed values back.
+ */
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { badRequest, type ErrorDetail } from '../errors';
+import { readJsonBody } from './body';
+
+/** `a.b[0].c` from zod's path segments. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else out += out === '' ? String(seg) : `.${String(seg)}`;
+  }
+  return out;
+}
+
+/** One detail per problem; unknown keys get one detail each, at their own path. */
+export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[] = []): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  for (const issue of issues) {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) details.push({ path: formatPath([...path, key]), message: 'unknown field' });
+    } else {
+      details.push({ path: formatPath(path) || '(root)', message: issue.message });
+    }
+  }
+  return details;
+}
+
+/** Parses `value` or throws 400 with every problem listed. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    const details = issuesToDetails(result.error.issues);
+    throw badRequest(`invalid ${what}: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, details);
+  }
+  return result.data;
+}
+
+export async function parseBody<S extends z.ZodType>(ctx: Context, schema: S): Promise<z.output<S>> {
+  return parseOrThrow(schema, await readJsonBody(ctx), 'request body');
+}
+
+/** Parses the query string; a parameter given twice is an error, not an array. */
+export function parseQuery<S extends z.ZodType>(ctx: Context, schema: S): z.output<S> {
+  const query: Record<string, string> = {};
+  const duplicates: ErrorDetail[] = [];
+  for (const [key, value] of Object.entries(ctx.query)) {
+    if (Array.isArray(value)) duplicates.push({ path: key, message: 'query parameter given more than once' });
+    else if (value !== undefined) query[key] = value;
+  }
+  if (duplicates.length > 0) throw badRequest('invalid query: a parameter was given more than once', duplicates);
+  return parseOrThrow(schema, query, 'query');
+}
+
+/** A whole number in a query string, within bounds, with a default when absent. */
+export const intParam = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .regex(/^\d{1,9}$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .default(fallback);
+
+/** An ISO 8601 date-time, normalised to UTC with milliseconds for comparison with stored times. */
+export const dateTimeParam = z
+  .string()
+  .refine((s) => z.iso.datetime({ offset: true }).safeParse(s).success, 'must be an ISO 8601 date-time')
+  .transform((s) => new Date(s).toISOString());
+
+/** `page` ≥ 1 (default 1) and `per_page` within 1..max (default `fallback`). */
+export const pagingParams = (maxPerPage: number, fallbackPerPage: number) => ({
+  page: intParam(1, 1_000_000, 1),
+  per_page: intParam(1, maxPerPage, fallbackPerPage),
+});
+
+export interface Paging {
+  page: number;
+  per_page: number;
+}
+
+export const offsetOf = (p: Paging): number => (p.page - 1) * p.per_page;

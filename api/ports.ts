@@ -1,0 +1,21 @@
+/**
+ * @module What the API needs from the relay, as an interface the composition root implements
+ * with the broker (the API never imports the broker). Calls happen after the change is committed.
+ */
+import type { SessionRow } from './store/sessions';
+
+export interface RelayPort {
+  /** A session was opened for a device: tell its agent (it learns the expiry). */
+  sessionOpened(session: SessionRow): void;
+  /** A session closed or expired: tell the agent and end the session's streams. */
+  sessionClosed(session: SessionRow): void;
+  /** A device left the registry: disconnect its agent. */
+  deviceDeleted(deviceId: string): void;
+}
+
+/** A relay that does nothing, for an API run without a broker. */
+export const detachedRelay: RelayPort = {
+  sessionOpened() {},
+  sessionClosed() {},
+  deviceDeleted() {},
+};

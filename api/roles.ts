@@ -1,0 +1,19 @@
+/** @module Roles, lowest first, and the checks that compare them (seed section 5). */
+import { z } from 'zod';
+import type { SessionProtocol } from '../shared/protocol';
+
+export const ROLES = ['developer', 'platform-engineer', 'administrator'] as const;
+export const roleSchema = z.enum(ROLES);
+export type Role = z.infer<typeof roleSchema>;
+
+/** True when `role` is `minimum` or higher; a user with no role passes no check. */
+export function hasRole(role: Role | null, minimum: Role): boolean {
+  return role !== null && ROLES.indexOf(role) >= ROLES.indexOf(minimum);
+}
+
+/** The lowest role that may open a session of each protocol (seed 5, rule 4). */
+export const PROTOCOL_MIN_ROLE: Record<SessionProtocol, Role> = {
+  diagnostics: 'developer',
+  shell: 'platform-engineer',
+  'file-transfer': 'administrator',
+};

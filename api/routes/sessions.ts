@@ -1,0 +1,117 @@
+/** @module Remote-access sessions and their audit listing (seed 4.1, CONTRACT 4). */
+import Router from '@koa/router';
+import { z } from 'zod';
+import { sessionProtocolSchema } from '../../shared/protocol';
+import type { Ticketer } from '../../shared/tickets';
+import { principalOf, requireRole } from '../http/auth';
+import { rateLimit, type RateLimiter } from '../http/rate-limit';
+import { dateTimeParam, offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
+import { hasRole } from '../roles';
+import { canSee, type SessionService } from '../services/sessions';
+import { AUDIT_EVENTS } from '../store/audit';
+import type { Store } from '../store/index';
+import type { SessionRow } from '../store/sessions';
+import type { Principal } from '../store/tokens';
+import { ok, okList } from './envelope';
+
+export const SESSION_OPEN_PER_MINUTE = 30;
+export const AUDIT_LIST_PER_MINUTE = 60;
+export const TTL_MIN_S = 60;
+export const TTL_MAX_S = 28800;
+
+const openBody = z.strictObject({
+  device_id: z.string().min(1).max(64),
+  protocol: sessionProtocolSchema,
+  ttl_seconds: z.number().int().min(TTL_MIN_S).max(TTL_MAX_S).optional(),
+});
+
+const listQuery = z.strictObject({
+  ...pagingParams(200, 50),
+  device_id: z.string().min(1).max(64).optional(),
+  protocol: sessionProtocolSchema.optional(),
+  status: z.enum(['open', 'closed']).optional(),
+  since: dateTimeParam.optional(),
+});
+
+const auditQuery = z.strictObject({
+  ...pagingParams(200, 50),
+  session_id: z.string().min(1).max(64).optional(),
+  device_id: z.string().min(1).max(64).optional(),
+  event: z.enum(AUDIT_EVENTS).optional(),
+  actor: z.string().min(1).max(254).optional(),
+  since: dateTimeParam.optional(),
+});
+
+export interface SessionRoutesDeps {
+  store: Store;
+  sessions: SessionService;
+  ticketer: Ticketer;
+  /** `ws://host:port` or `wss://...`, from the public URL. */
+  wsBase: () => string;
+  openLimiter: RateLimiter;
+  auditLimiter: RateLimiter;
+}
+
+export function sessionRoutes(deps: SessionRoutesDeps): Router {
+  const { store, sessions, ticketer, wsBase } = deps;
+  const router = new Router();
+
+  /** The session record; `websocket_url` only for those who may connect (owner, administrator). */
+  function view(row: SessionRow, p: Principal) {
+    const { session_id, device_id, protocol, status, ttl_seconds, opened_by, opened_at, expires_at } = row;
+    const websocket_url = canSee(p, row)
+      ? `${wsBase()}/v1/remote-access/sessions/${session_id}/stream?ticket=${ticketer.issue(session_id)}`
+      : undefined;
+    return {
+      session_id, device_id, protocol, status, ttl_seconds, opened_by, opened_at, expires_at,
+      closed_at: row.closed_at,
+      close_reason: row.close_reason,
+      websocket_url,
+      bytes_to_device: row.bytes_to_device,
+      bytes_from_device: row.bytes_from_device,
+      trace_id: row.trace_id,
+    };
+  }
+
+  router.get('/v1/remote-access/sessions', function listSessions(ctx) {
+    const q = parseQuery(ctx, listQuery);
+    const p = principalOf(ctx);
+    const { items, total } = sessions.list(p, { ...q, limit: q.per_page, offset: offsetOf(q) });
+    okList(ctx, items.map((s) => view(s, p)), q, total);
+  });
+
+  router.post(
+    '/v1/remote-access/sessions',
+    rateLimit(deps.openLimiter, SESSION_OPEN_PER_MINUTE),
+    async function openSession(ctx) {
+      const body = await parseBody(ctx, openBody);
+      const p = principalOf(ctx);
+      ok(ctx, view(sessions.open(p, body), p), 201);
+    },
+  );
+
+  router.get('/v1/remote-access/sessions/:sessionId', function getSession(ctx) {
+    const p = principalOf(ctx);
+    ok(ctx, view(sessions.get(p, ctx.params.sessionId!), p));
+  });
+
+  router.delete('/v1/remote-access/sessions/:sessionId', function closeSession(ctx) {
+    const p = principalOf(ctx);
+    ok(ctx, view(sessions.close(p, ctx.params.sessionId!), p));
+  });
+
+  router.get(
+    '/v1/audit/remote-access',
+    rateLimit(deps.auditLimiter, AUDIT_LIST_PER_MINUTE),
+    function listAudit(ctx) {
+      const q = parseQuery(ctx, auditQuery);
+      const p = principalOf(ctx);
+      requireRole(p, 'developer');
+      const owner = hasRole(p.role, 'administrator') ? undefined : p.username;
+      const { items, total } = store.audit.list({ ...q, owner, limit: q.per_page, offset: offsetOf(q) });
+      okList(ctx, items, q, total);
+    },
+  );
+
+  return router;
+}

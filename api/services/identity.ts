@@ -1,0 +1,130 @@
+/**
+ * @module Users, tokens and device registration: the rules of CONTRACT section 2 that are more
+ * than storage (token lifetimes per kind, password checks, one-time secrets).
+ */
+import { newSecret, randomBase32, sha256Hex } from '../../shared/ids';
+import { badRequest, conflict, notFound, unauthorized } from '../errors';
+import type { Role } from '../roles';
+import { isUniqueViolation, type Store } from '../store/index';
+import type { User, UserKind } from '../store/users';
+import { hashPassword, verifyPassword } from './passwords';
+
+/** A user token lives 8 hours (seed 5, rule 3); it is also the most a human's token may live. */
+export const USER_TOKEN_TTL_S = 8 * 3600;
+/** Service-account tokens may be given a lifetime up to ten years, or none at all. */
+export const SERVICE_TOKEN_MAX_TTL_S = 10 * 365 * 24 * 3600;
+/** Actor of the audit events the platform itself causes (expiry, shutdown, device deletion). */
+export const SYSTEM_ACTOR = 'system';
+
+export const USER_TOKEN_PREFIX = 'tth_';
+export const AGENT_TOKEN_PREFIX = 'tdev_';
+
+export interface IssuedToken {
+  token: string;
+  token_id: string;
+  expires_at: string | null;
+}
+
+export interface NewUser {
+  username: string;
+  role?: Role | null | undefined;
+  kind?: UserKind | undefined;
+  password?: string | undefined;
+}
+
+export interface TokenRequest {
+  ttl_seconds?: number | undefined;
+  scopes?: string[] | undefined;
+  tenants?: string[] | undefined;
+  /** The raw token to store, for the bootstrap token; otherwise a new random one. */
+  token?: string | undefined;
+}
+
+export function createIdentityService(store: Store, now: () => number) {
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  function issue(username: string, ttlSeconds: number | null, req: TokenRequest): IssuedToken {
+    const token = req.token ?? newSecret(USER_TOKEN_PREFIX);
+    const t = now();
+    const record = {
+      token_id: `tok_${randomBase32(20)}`,
+      username,
+      scopes: [...new Set(req.scopes ?? [])],
+      tenants: [...new Set(req.tenants ?? [])],
+      created_at: iso(t),
+      expires_at: ttlSeconds === null ? null : iso(t + ttlSeconds * 1000),
+    };
+    store.tokens.insert(record, sha256Hex(token));
+    return { token, token_id: record.token_id, expires_at: record.expires_at };
+  }
+
+  return {
+    async createUser(input: NewUser): Promise<User> {
+      if (input.username === SYSTEM_ACTOR) throw badRequest(`the username "${SYSTEM_ACTOR}" is reserved`);
+      const user: User = {
+        username: input.username,
+        role: input.role ?? null,
+        kind: input.kind ?? 'human',
+        created_at: iso(now()),
+      };
+      const hash = input.password === undefined ? null : await hashPassword(input.password);
+      try {
+        store.users.insert(user, hash);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw conflict(`user ${user.username} already exists`);
+        throw err;
+      }
+      return user;
+    },
+
+    listUsers: () => store.users.list(),
+
+    /** Exchanges a password for a user token (8 hours, no scopes or tenants). */
+    async login(username: string, password: string): Promise<IssuedToken> {
+      const user = store.users.get(username);
+      const ok = await verifyPassword(password, user?.password_hash);
+      if (!user || !ok) throw unauthorized('unknown user or wrong password');
+      return issue(username, USER_TOKEN_TTL_S, {});
+    },
+
+    /** Issues a token for a user, within the lifetime its kind allows. */
+    issueToken(username: string, req: TokenRequest): IssuedToken {
+      const user = store.users.get(username);
+      if (!user) throw notFound(`no user ${username}`);
+      let ttl: number | null;
+      if (user.kind === 'human') {
+        ttl = req.ttl_seconds ?? USER_TOKEN_TTL_S;
+        if (ttl > USER_TOKEN_TTL_S) {
+          throw badRequest(`a human's token lives at most ${USER_TOKEN_TTL_S} s`, [
+            { path: 'ttl_seconds', message: `must be at most ${USER_TOKEN_TTL_S} for a human user` },
+          ]);
+        }
+      } else {
+        ttl = req.ttl_seconds ?? null;
+      }
+      return issue(username, ttl, req);
+    },
+
+    /** Revokes a token; revoking twice is not an error. */
+    revokeToken(tokenId: string): void {
+      if (!store.tokens.exists(tokenId)) throw notFound(`no token ${tokenId}`);
+      store.tokens.revoke(tokenId, iso(now()));
+    },
+
+    /** Registers a device and returns its agent token, shown this once only. */
+    createDevice(deviceId: string, labels: Record<string, string>) {
+      const agentToken = newSecret(AGENT_TOKEN_PREFIX);
+      try {
+        store.devices.insert(deviceId, sha256Hex(agentToken), labels, iso(now()));
+      } catch (err) {
+        if (isUniqueViolation(err)) throw conflict(`device ${deviceId} already exists`);
+        throw err;
+      }
+      return { device_id: deviceId, agent_status: 'offline' as const, agent_token: agentToken };
+    },
+
+    /** The device an agent token belongs to, if the token is valid. */
+    deviceOfAgentToken: (token: string): string | undefined => store.devices.idByTokenHash(sha256Hex(token)),
+  };
+}
+export type IdentityService = ReturnType<typeof createIdentityService>;

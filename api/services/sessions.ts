@@ -1,0 +1,219 @@
+/**
+ * @module Remote-access sessions: open, read, close and expire, with the seed's rules (3.1, 5, 7.1)
+ * in the contract's check order, each state change committed together with its audit event.
+ * Expiry uses one timer armed for the earliest open expiry, re-armed as sessions come and go.
+ */
+import { newSessionId, newTraceId } from '../../shared/ids';
+import type { Logger } from '../../shared/log';
+import type { CloseReason, SessionProtocol } from '../../shared/protocol';
+import { ApiError, conflict, forbidden, notFound } from '../errors';
+import { requireRole } from '../http/auth';
+import type { RelayPort } from '../ports';
+import { hasRole, PROTOCOL_MIN_ROLE } from '../roles';
+import { isUniqueViolation, type Store } from '../store/index';
+import type { SessionQuery, SessionRow } from '../store/sessions';
+import type { Principal } from '../store/tokens';
+import { SYSTEM_ACTOR } from './identity';
+
+export const DEFAULT_TTL_S = 3600;
+// setTimeout's ceiling; the longest TTL (8 h) is far below it.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const RETRY_AFTER_ERROR_MS = 1000;
+
+export interface OpenRequest {
+  device_id: string;
+  protocol: SessionProtocol;
+  ttl_seconds?: number | undefined;
+}
+
+export interface SessionServiceDeps {
+  store: Store;
+  relay: RelayPort;
+  log: Logger;
+  now: () => number;
+}
+
+const isAdmin = (p: Principal) => hasRole(p.role, 'administrator');
+/** Administrators see every session; everyone else only their own (CONTRACT 4.2). */
+export const canSee = (p: Principal, s: SessionRow) => isAdmin(p) || s.opened_by === p.username;
+
+export function createSessionService({ store, relay, log, now }: SessionServiceDeps) {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  let timer: NodeJS.Timeout | undefined;
+  let armedFor: number | undefined;
+  let stopped = false;
+
+  /** Closes one open session with its audit event; undefined if it was not open. */
+  const closeInTx = store.db.transaction((sessionId: string, reason: CloseReason, actor: string) => {
+    const row = store.sessions.close(sessionId, reason, iso(now()));
+    if (row) {
+      store.audit.append({
+        event: reason === 'expired' ? 'session.expired' : 'session.closed',
+        session_id: row.session_id,
+        device_id: row.device_id,
+        protocol: row.protocol,
+        actor,
+        owner: row.opened_by,
+        reason,
+        at: row.closed_at!,
+        trace_id: row.trace_id,
+      });
+    }
+    return row;
+  });
+
+  function closeAndNotify(sessionIds: string[], reason: CloseReason, actor: string): SessionRow[] {
+    const closed: SessionRow[] = [];
+    for (const id of sessionIds) {
+      const row = closeInTx(id, reason, actor);
+      if (row) closed.push(row);
+    }
+    for (const row of closed) relay.sessionClosed(row);
+    return closed;
+  }
+
+  function arm(): void {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    armedFor = undefined;
+    if (stopped) return;
+    const next = store.sessions.nextExpiry();
+    if (next === null) return;
+    armedFor = Date.parse(next);
+    timer = setTimeout(onTimer, Math.min(Math.max(0, armedFor - now()), MAX_TIMER_MS));
+  }
+
+  function onTimer(): void {
+    timer = undefined;
+    try {
+      expireDue();
+      arm();
+    } catch (err) {
+      log.error('session expiry failed; retrying', { err });
+      armedFor = undefined;
+      if (!stopped) timer = setTimeout(onTimer, RETRY_AFTER_ERROR_MS);
+    }
+  }
+
+  /** Expires every open session whose time has come. */
+  function expireDue(): SessionRow[] {
+    const expired = closeAndNotify(store.sessions.dueIds(iso(now())), 'expired', SYSTEM_ACTOR);
+    for (const s of expired) log.info('session expired', { session_id: s.session_id, trace_id: s.trace_id });
+    return expired;
+  }
+
+  const openInTx = store.db.transaction((row: Parameters<Store['sessions']['insert']>[0]) => {
+    store.sessions.insert(row);
+    store.audit.append({
+      event: 'session.opened',
+      session_id: row.session_id,
+      device_id: row.device_id,
+      protocol: row.protocol,
+      actor: row.opened_by,
+      owner: row.opened_by,
+      reason: null,
+      at: row.opened_at,
+      trace_id: row.trace_id,
+    });
+  });
+
+  /** The session if the caller may see it, else 404 (existence never leaks). */
+  function visible(principal: Principal, sessionId: string): SessionRow {
+    requireRole(principal, 'developer');
+    const row = store.sessions.get(sessionId);
+    if (!row || !canSee(principal, row)) throw notFound(`no session ${sessionId}`);
+    return row;
+  }
+
+  return {
+    /** Opens a session; checks run in the contract's order: 403, 404, 422, 409. */
+    open(principal: Principal, req: OpenRequest): SessionRow {
+      const minimum = PROTOCOL_MIN_ROLE[req.protocol];
+      if (!hasRole(principal.role, minimum)) {
+        throw forbidden(`opening a ${req.protocol} session requires role ${minimum} or higher`);
+      }
+      const device = store.devices.get(req.device_id);
+      if (!device) throw notFound(`no device ${req.device_id}`);
+      if (device.agent_status !== 'online') {
+        throw new ApiError(
+          'unprocessable_entity',
+          `the agent of device ${req.device_id} is offline (not connected to the broker); retry once its agent_status is online`,
+        );
+      }
+      const t = now();
+      const ttl = req.ttl_seconds ?? DEFAULT_TTL_S;
+      const row = {
+        session_id: newSessionId(),
+        device_id: req.device_id,
+        protocol: req.protocol,
+        ttl_seconds: ttl,
+        opened_by: principal.username,
+        opened_at: iso(t),
+        expires_at: iso(t + ttl * 1000),
+        trace_id: newTraceId(),
+      };
+      try {
+        openInTx(row);
+      } catch (err) {
+        if (isUniqueViolation(err)) {
+          throw conflict(
+            `a ${req.protocol} session is already open for device ${req.device_id}; close it first (DELETE /v1/remote-access/sessions/{id})`,
+          );
+        }
+        throw err;
+      }
+      const session = store.sessions.get(row.session_id)!;
+      log.info('session opened', { session_id: session.session_id, trace_id: session.trace_id, user: principal.username });
+      if (armedFor === undefined || Date.parse(session.expires_at) < armedFor) arm();
+      relay.sessionOpened(session);
+      return session;
+    },
+
+    get: visible,
+
+    list(principal: Principal, q: Omit<SessionQuery, 'opened_by'>) {
+      requireRole(principal, 'developer');
+      return store.sessions.list({ ...q, opened_by: isAdmin(principal) ? undefined : principal.username });
+    },
+
+    /** Closes a session the caller may close; a closed or invisible one is 404 (seed 3.1). */
+    close(principal: Principal, sessionId: string): SessionRow {
+      const row = visible(principal, sessionId);
+      if (row.status !== 'open') throw notFound(`session ${sessionId} is already closed`);
+      const [closed] = closeAndNotify([sessionId], 'closed', principal.username);
+      if (!closed) throw notFound(`session ${sessionId} is already closed`);
+      log.info('session closed', { session_id: sessionId, trace_id: closed.trace_id, user: principal.username });
+      return closed;
+    },
+
+    /** Closes every open session of a device (it is being deleted). */
+    closeAllOfDevice: (deviceId: string, reason: CloseReason) =>
+      closeAndNotify(store.sessions.openIdsOfDevice(deviceId), reason, SYSTEM_ACTOR),
+
+    expireDue,
+
+    /**
+     * At start-up: sessions whose time passed while the server was down are expired; the
+     * others lost their tunnels with the server and are closed as `server_shutdown`.
+     */
+    reconcile(): { expired: number; closed: number } {
+      const expired = expireDue().length;
+      const closed = closeAndNotify(store.sessions.openIds(), 'server_shutdown', SYSTEM_ACTOR).length;
+      return { expired, closed };
+    },
+
+    /** Arms the expiry timer. */
+    start(): void {
+      stopped = false;
+      arm();
+    },
+
+    /** Closes every open session (server shutdown) and disarms the timer. */
+    shutdown(): number {
+      stopped = true;
+      arm();
+      return closeAndNotify(store.sessions.openIds(), 'server_shutdown', SYSTEM_ACTOR).length;
+    },
+  };
+}
+export type SessionService = ReturnType<typeof createSessionService>;

@@ -1,0 +1,97 @@
+/** @module The device registry: ids, agent token hashes, labels and the agent's presence. */
+import type { Db } from './db';
+
+export type AgentStatus = 'online' | 'offline';
+
+export interface Device {
+  device_id: string;
+  agent_status: AgentStatus;
+  last_seen_at: string | null;
+  labels: Record<string, string>;
+  agent_version: string | null;
+  created_at: string;
+}
+
+interface DeviceRow extends Omit<Device, 'labels'> {
+  labels: string;
+}
+
+const toDevice = (row: DeviceRow): Device => ({
+  device_id: row.device_id,
+  agent_status: row.agent_status,
+  last_seen_at: row.last_seen_at,
+  labels: JSON.parse(row.labels) as Record<string, string>,
+  agent_version: row.agent_version,
+  created_at: row.created_at,
+});
+
+const COLUMNS = 'device_id, agent_status, last_seen_at, labels, agent_version, created_at';
+
+export interface DeviceQuery {
+  agent_status?: AgentStatus | undefined;
+  limit: number;
+  offset: number;
+}
+
+export function createDeviceRepo(db: Db) {
+  const insert = db.prepare<[string, string, string, string]>(
+    'INSERT INTO devices (device_id, agent_token_hash, labels, created_at) VALUES (?, ?, ?, ?)',
+  );
+  const byId = db.prepare<[string], DeviceRow>(`SELECT ${COLUMNS} FROM devices WHERE device_id = ?`);
+  const byTokenHash = db.prepare<[string], { device_id: string }>(
+    'SELECT device_id FROM devices WHERE agent_token_hash = ?',
+  );
+  const page = db.prepare<[string | null, string | null, number, number], DeviceRow>(
+    `SELECT ${COLUMNS} FROM devices WHERE (? IS NULL OR agent_status = ?) ORDER BY device_id LIMIT ? OFFSET ?`,
+  );
+  const count = db.prepare<[string | null, string | null], { n: number }>(
+    'SELECT COUNT(*) AS n FROM devices WHERE (? IS NULL OR agent_status = ?)',
+  );
+  const remove = db.prepare<[string]>('DELETE FROM devices WHERE device_id = ?');
+  const online = db.prepare<[string | null, string, string]>(
+    "UPDATE devices SET agent_status = 'online', agent_version = ?, last_seen_at = ? WHERE device_id = ?",
+  );
+  const offline = db.prepare<[string, string]>(
+    "UPDATE devices SET agent_status = 'offline', last_seen_at = ? WHERE device_id = ?",
+  );
+  const seen = db.prepare<[string, string]>('UPDATE devices SET last_seen_at = ? WHERE device_id = ?');
+  const allOffline = db.prepare("UPDATE devices SET agent_status = 'offline' WHERE agent_status = 'online'");
+  const onlineCount = db.prepare<[], { n: number }>(
+    "SELECT COUNT(*) AS n FROM devices WHERE agent_status = 'online'",
+  );
+
+  return {
+    /** Inserts a device; throws SQLITE_CONSTRAINT_PRIMARYKEY if the id exists. */
+    insert(deviceId: string, tokenHash: string, labels: Record<string, string>, createdAt: string): void {
+      insert.run(deviceId, tokenHash, JSON.stringify(labels), createdAt);
+    },
+    get(deviceId: string): Device | undefined {
+      const row = byId.get(deviceId);
+      return row && toDevice(row);
+    },
+    /** The device whose agent token has this hash. */
+    idByTokenHash: (tokenHash: string): string | undefined => byTokenHash.get(tokenHash)?.device_id,
+    list(q: DeviceQuery): { items: Device[]; total: number } {
+      const status = q.agent_status ?? null;
+      return {
+        items: page.all(status, status, q.limit, q.offset).map(toDevice),
+        total: count.get(status, status)!.n,
+      };
+    },
+    delete: (deviceId: string): boolean => remove.run(deviceId).changes === 1,
+    markOnline: (deviceId: string, agentVersion: string | null, at: string): void => {
+      online.run(agentVersion, at, deviceId);
+    },
+    markOffline: (deviceId: string, at: string): void => {
+      offline.run(at, deviceId);
+    },
+    /** Records heartbeats of many devices in one transaction. */
+    markSeen: db.transaction((seenAt: Map<string, string>): void => {
+      for (const [deviceId, at] of seenAt) seen.run(at, deviceId);
+    }),
+    /** At start-up no agent is connected yet, whatever the database says. */
+    markAllOffline: (): number => allOffline.run().changes,
+    onlineCount: (): number => onlineCount.get()!.n,
+  };
+}
+export type DeviceRepo = ReturnType<typeof createDeviceRepo>;

@@ -1,0 +1,44 @@
+/** @module The API's storage: one database and a repository per table, statements prepared once. */
+import { randomBytes } from 'node:crypto';
+import { createAuditRepo } from './audit';
+import { openDatabase, type Db } from './db';
+import { createDeviceRepo } from './devices';
+import { createSessionRepo } from './sessions';
+import { createTokenRepo } from './tokens';
+import { createUserRepo } from './users';
+
+export interface Store {
+  db: Db;
+  users: ReturnType<typeof createUserRepo>;
+  tokens: ReturnType<typeof createTokenRepo>;
+  devices: ReturnType<typeof createDeviceRepo>;
+  sessions: ReturnType<typeof createSessionRepo>;
+  audit: ReturnType<typeof createAuditRepo>;
+  /** A named random secret, created on first use and kept from then on. */
+  secret(name: string): Buffer;
+  close(): void;
+}
+
+/** Opens the database in `dataDir` and prepares every repository. */
+export function openStore(dataDir: string): Store {
+  const db = openDatabase(dataDir);
+  return {
+    db,
+    users: createUserRepo(db),
+    tokens: createTokenRepo(db),
+    devices: createDeviceRepo(db),
+    sessions: createSessionRepo(db),
+    audit: createAuditRepo(db),
+    secret(name) {
+      db.prepare('INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)').run(name, randomBytes(32));
+      return (db.prepare('SELECT value FROM secrets WHERE name = ?').get(name) as { value: Buffer }).value;
+    },
+    close: () => db.close(),
+  };
+}
+
+/** True when `err` is SQLite's complaint about a UNIQUE or PRIMARY KEY constraint. */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

@@ -1,0 +1,10 @@
+/** @module The numbered schema migrations, applied in order; `PRAGMA user_version` records the last. */
+import m001 from './001-identity-devices-sessions';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: readonly Migration[] = [{ version: 1, name: 'identity-devices-sessions', sql: m001 }];

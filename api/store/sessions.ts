@@ -1,0 +1,106 @@
+/** @module Remote-access session records. The open-session rule lives in a partial unique index. */
+import type { Db } from './db';
+import type { CloseReason, SessionProtocol } from '../../shared/protocol';
+
+export type SessionStatus = 'open' | 'closed';
+
+export interface SessionRow {
+  session_id: string;
+  device_id: string;
+  protocol: SessionProtocol;
+  status: SessionStatus;
+  ttl_seconds: number;
+  opened_by: string;
+  opened_at: string;
+  expires_at: string;
+  closed_at: string | null;
+  close_reason: CloseReason | null;
+  bytes_to_device: number;
+  bytes_from_device: number;
+  trace_id: string;
+}
+
+export interface SessionQuery {
+  device_id?: string | undefined;
+  protocol?: SessionProtocol | undefined;
+  status?: SessionStatus | undefined;
+  /** Only sessions opened strictly after this ISO timestamp. */
+  since?: string | undefined;
+  /** Only sessions opened by this user (visibility for non-administrators). */
+  opened_by?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+const FILTER = `(@device_id IS NULL OR device_id = @device_id)
+  AND (@protocol IS NULL OR protocol = @protocol)
+  AND (@status IS NULL OR status = @status)
+  AND (@since IS NULL OR opened_at > @since)
+  AND (@opened_by IS NULL OR opened_by = @opened_by)`;
+
+export function createSessionRepo(db: Db) {
+  const insert = db.prepare(
+    `INSERT INTO sessions (session_id, device_id, protocol, status, ttl_seconds, opened_by, opened_at, expires_at, trace_id)
+     VALUES (@session_id, @device_id, @protocol, 'open', @ttl_seconds, @opened_by, @opened_at, @expires_at, @trace_id)`,
+  );
+  const byId = db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE session_id = ?');
+  const page = db.prepare<[Record<string, unknown>], SessionRow>(
+    `SELECT * FROM sessions WHERE ${FILTER} ORDER BY opened_at DESC, session_id DESC LIMIT @limit OFFSET @offset`,
+  );
+  const count = db.prepare<[Record<string, unknown>], { n: number }>(
+    `SELECT COUNT(*) AS n FROM sessions WHERE ${FILTER}`,
+  );
+  const close = db.prepare<[string, CloseReason, string], SessionRow>(
+    `UPDATE sessions SET status = 'closed', closed_at = ?, close_reason = ?
+      WHERE session_id = ? AND status = 'open' RETURNING *`,
+  );
+  const due = db.prepare<[string], { session_id: string }>(
+    "SELECT session_id FROM sessions WHERE status = 'open' AND expires_at <= ?",
+  );
+  const openIds = db.prepare<[], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open'");
+  const openOfDevice = db.prepare<[string], { session_id: string }>(
+    "SELECT session_id FROM sessions WHERE status = 'open' AND device_id = ?",
+  );
+  const nextExpiry = db.prepare<[], { at: string | null }>(
+    "SELECT MIN(expires_at) AS at FROM sessions WHERE status = 'open'",
+  );
+  const openCount = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM sessions WHERE status = 'open'");
+  const addBytes = db.prepare<[number, number, string]>(
+    `UPDATE sessions SET bytes_to_device = bytes_to_device + ?, bytes_from_device = bytes_from_device + ?
+      WHERE session_id = ?`,
+  );
+
+  const params = (q: Omit<SessionQuery, 'limit' | 'offset'>) => ({
+    device_id: q.device_id ?? null,
+    protocol: q.protocol ?? null,
+    status: q.status ?? null,
+    since: q.since ?? null,
+    opened_by: q.opened_by ?? null,
+  });
+
+  return {
+    /** Inserts an open session; throws SQLITE_CONSTRAINT_UNIQUE if one of that protocol is open. */
+    insert(row: Omit<SessionRow, 'status' | 'closed_at' | 'close_reason' | 'bytes_to_device' | 'bytes_from_device'>): void {
+      insert.run(row);
+    },
+    get: (sessionId: string): SessionRow | undefined => byId.get(sessionId),
+    list(q: SessionQuery): { items: SessionRow[]; total: number } {
+      const p = params(q);
+      return { items: page.all({ ...p, limit: q.limit, offset: q.offset }), total: count.get(p)!.n };
+    },
+    /** Closes an open session; undefined if it was not open (already closed or unknown). */
+    close: (sessionId: string, reason: CloseReason, at: string): SessionRow | undefined =>
+      close.get(at, reason, sessionId),
+    /** Ids of open sessions whose expiry is at or before `at`. */
+    dueIds: (at: string): string[] => due.all(at).map((r) => r.session_id),
+    openIds: (): string[] => openIds.all().map((r) => r.session_id),
+    openIdsOfDevice: (deviceId: string): string[] => openOfDevice.all(deviceId).map((r) => r.session_id),
+    nextExpiry: (): string | null => nextExpiry.get()!.at,
+    openCount: (): number => openCount.get()!.n,
+    /** Adds tunnel byte counts to many sessions in one transaction. */
+    addBytes: db.transaction((deltas: Map<string, { toDevice: number; fromDevice: number }>): void => {
+      for (const [id, d] of deltas) addBytes.run(d.toDevice, d.fromDevice, id);
+    }),
+  };
+}
+export type SessionRepo = ReturnType<typeof createSessionRepo>;

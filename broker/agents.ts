@@ -1,0 +1,188 @@
+/**
+ * @module The agent control channel: authenticates agents at the upgrade, tracks presence with
+ * generations, checks liveness with pings (every `heartbeatMs`; an agent silent for two
+ * intervals is dropped), and carries control messages to agents.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocket, WebSocketServer } from 'ws';
+import type { Logger } from '../shared/log';
+import {
+  AGENT_CLOSE,
+  AGENT_HEADERS,
+  agentToBrokerMessage,
+  parseMessage,
+  type BrokerToAgentMessage,
+} from '../shared/protocol';
+import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
+import { AgentRegistry, type AgentEntry } from './registry';
+import { rejectUpgrade } from './reject';
+
+/** Control messages are small; anything bigger is garbage or abuse. */
+const CONTROL_MAX_PAYLOAD = 64 * 1024;
+/** An agent that lets this much control traffic pile up unread is dropped. */
+const CONTROL_MAX_BUFFERED = 1024 * 1024;
+const MISSED_HEARTBEATS = 2;
+
+export interface PresenceSink {
+  online(deviceId: string, agentVersion: string | null, at: number): void;
+  offline(deviceId: string, at: number): void;
+  /** Heartbeats since the last call, by device (for `last_seen_at`). */
+  seen(lastSeen: Map<string, number>): void;
+}
+
+export interface AgentChannelDeps {
+  log: Logger;
+  now: () => number;
+  heartbeatMs: number;
+  /** True when `token` is the agent token of `deviceId`. */
+  authenticateAgent(deviceId: string, token: string): boolean;
+  presence: PresenceSink;
+  /** An agent acknowledged that a session's handler ended. */
+  onSessionEnded?(deviceId: string, sessionId: string): void;
+}
+
+const BEARER = /^Bearer (\S+)$/i;
+
+export function createAgentChannel(deps: AgentChannelDeps) {
+  const { log, now, heartbeatMs, presence } = deps;
+  const registry = new AgentRegistry<WebSocket>();
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: CONTROL_MAX_PAYLOAD,
+    perMessageDeflate: false,
+    handleProtocols: (offered) => (offered.has(AGENT_SUBPROTOCOL) ? AGENT_SUBPROTOCOL : false),
+  });
+  const seenSinceFlush = new Map<string, number>();
+  let lastFlush = now();
+
+  function sweep(): void {
+    const t = now();
+    for (const entry of registry.entries()) {
+      if (t - entry.lastSeenAt > heartbeatMs * MISSED_HEARTBEATS) {
+        log.warn('agent missed heartbeats; dropping it', { device_id: entry.deviceId, silent_ms: t - entry.lastSeenAt });
+        entry.socket.terminate();
+      } else if (t - entry.lastPingAt >= heartbeatMs) {
+        entry.lastPingAt = t;
+        entry.socket.ping();
+      }
+    }
+    if (t - lastFlush >= heartbeatMs && seenSinceFlush.size > 0) {
+      lastFlush = t;
+      presence.seen(new Map(seenSinceFlush));
+      seenSinceFlush.clear();
+    }
+  }
+  // Check four times per interval, so silence is detected within 2.25 intervals (45 s at 20 s).
+  const sweeper = setInterval(sweep, Math.max(10, Math.floor(heartbeatMs / 4)));
+
+  function markSeen(entry: AgentEntry<WebSocket>): void {
+    entry.lastSeenAt = now();
+    seenSinceFlush.set(entry.deviceId, entry.lastSeenAt);
+  }
+
+  function onConnection(ws: WebSocket, deviceId: string, agentVersion: string | null): void {
+    const { entry, replaced } = registry.attach(deviceId, ws, agentVersion, now());
+    const alog = log.child({ device_id: deviceId, generation: entry.generation });
+    alog.info('agent connected', { agent_version: agentVersion });
+    presence.online(deviceId, agentVersion, entry.connectedAt);
+    if (replaced) {
+      alog.info('agent connection replaced an older one', { replaced_generation: replaced.generation });
+      replaced.socket.close(AGENT_CLOSE.replaced, 'replaced by a newer connection');
+    }
+
+    ws.on('pong', () => markSeen(entry));
+    ws.on('message', function onAgentMessage(data, isBinary) {
+      markSeen(entry);
+      const msg = isBinary ? undefined : parseMessage(agentToBrokerMessage, data.toString());
+      if (!msg) {
+        alog.warn('agent sent an invalid control message; closing');
+        ws.close(AGENT_CLOSE.protocolError, 'invalid control message');
+        return;
+      }
+      if (msg.type === 'session.ended') deps.onSessionEnded?.(deviceId, msg.session_id);
+    });
+    ws.on('error', (err) => alog.warn('agent socket error', { err: err.message }));
+    ws.on('close', function onAgentClose(code) {
+      seenSinceFlush.delete(deviceId);
+      if (registry.detach(entry)) {
+        presence.offline(deviceId, now());
+        alog.info('agent disconnected', { code });
+      }
+    });
+    send(entry, {
+      type: 'welcome',
+      device_id: deviceId,
+      heartbeat_ms: heartbeatMs,
+      server_version: TETHER_VERSION,
+    });
+  }
+
+  function send(entry: AgentEntry<WebSocket>, msg: BrokerToAgentMessage): boolean {
+    if (entry.socket.readyState !== WebSocket.OPEN) return false;
+    if (entry.socket.bufferedAmount > CONTROL_MAX_BUFFERED) {
+      log.warn('agent is not reading its control channel; dropping it', { device_id: entry.deviceId });
+      entry.socket.terminate();
+      return false;
+    }
+    entry.socket.send(JSON.stringify(msg));
+    return true;
+  }
+
+  return {
+    registry,
+
+    /** Handles an upgrade to the agent path: refuses bad versions and credentials with HTTP errors. */
+    handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+      const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+      if (!offered.includes(AGENT_SUBPROTOCOL)) {
+        rejectUpgrade(
+          socket,
+          400,
+          'unsupported_protocol_version',
+          `this server speaks agent protocol ${AGENT_SUBPROTOCOL}; the agent offered ${offered.filter(Boolean).join(', ') || 'none'}`,
+        );
+        return;
+      }
+      const deviceId = req.headers[AGENT_HEADERS.deviceId];
+      const token = BEARER.exec(req.headers.authorization ?? '')?.[1];
+      if (typeof deviceId !== 'string' || !token || !deps.authenticateAgent(deviceId, token)) {
+        log.warn('agent refused: bad device id or token', { device_id: typeof deviceId === 'string' ? deviceId : undefined });
+        rejectUpgrade(socket, 401, 'unauthorized', 'unknown device or wrong agent token');
+        return;
+      }
+      const version = req.headers[AGENT_HEADERS.agentVersion];
+      const agentVersion = typeof version === 'string' ? version.slice(0, 64) : null;
+      wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, deviceId, agentVersion));
+    },
+
+    /** Sends a control message to a device's agent; false if it is not connected. */
+    sendTo(deviceId: string, msg: BrokerToAgentMessage): boolean {
+      const entry = registry.get(deviceId);
+      return entry ? send(entry, msg) : false;
+    },
+
+    /** Disconnects a device's agent with `code`. */
+    disconnect(deviceId: string, code: number, reason: string): void {
+      registry.get(deviceId)?.socket.close(code, reason);
+    },
+
+    /** Closes every agent connection with 1001 and waits (at most `graceMs`) for them to go. */
+    async close(graceMs = 2000): Promise<void> {
+      clearInterval(sweeper);
+      const sockets = [...wss.clients];
+      const closed = Promise.all(
+        sockets.map((ws) => new Promise<void>((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve() : ws.once('close', () => resolve())))),
+      );
+      for (const ws of sockets) ws.close(AGENT_CLOSE.serverShutdown, 'server shutting down');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      clearTimeout(timer);
+      for (const ws of sockets) ws.terminate(); // the ones that did not answer the close in time
+      await closed;
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      if (seenSinceFlush.size > 0) presence.seen(new Map(seenSinceFlush));
+    },
+  };
+}
+export type AgentChannel = ReturnType<typeof createAgentChannel>;

@@ -1,0 +1,20 @@
+/** @module The agent's command-line options, shared by `tether agent` and the agent bundle. */
+import type { Command } from 'commander';
+import type { AgentFlags } from '../agent/config';
+
+export function addAgentOptions(cmd: Command): Command {
+  return cmd
+    .option('--server <url>', 'broker URL (env TETHER_SERVER)')
+    .option('--device-id <id>', 'this device\'s id (env TETHER_DEVICE_ID)')
+    .option('--token <token>', 'agent token; prefer the environment (env TETHER_DEVICE_TOKEN)')
+    .option('--files-root <dir>', 'file transfer never reaches outside it (env TETHER_FILES_ROOT; default: working dir)')
+    .option('--log-dirs <dirs>', 'colon-separated dirs log.tail may read (env TETHER_LOG_DIRS; default /var/log)');
+}
+
+export const agentFlagsOf = (o: Record<string, string | undefined>): AgentFlags => ({
+  server: o.server,
+  deviceId: o.deviceId,
+  token: o.token,
+  filesRoot: o.filesRoot,
+  logDirs: o.logDirs,
+});

@@ -1,0 +1,26 @@
+/** @module Runs the device agent in this process until SIGTERM/SIGINT. */
+import { createAgent } from '../agent/agent';
+import { loadAgentConfig, type AgentFlags } from '../agent/config';
+import { createLogger, LOG_LEVELS, type LogLevel } from '../shared/log';
+
+export async function runAgent(flags: AgentFlags, env: NodeJS.ProcessEnv): Promise<void> {
+  const config = loadAgentConfig(flags, env);
+  const level = (LOG_LEVELS as readonly string[]).includes(env.TETHER_LOG_LEVEL ?? '')
+    ? (env.TETHER_LOG_LEVEL as LogLevel)
+    : 'info';
+  const log = createLogger({ level }, { component: 'agent', device_id: config.deviceId });
+  const agent = createAgent(config, { log });
+  log.info('agent starting', { server: config.connectUrl, files_root: config.filesRoot, log_dirs: config.logDirs });
+  agent.start();
+
+  await new Promise<void>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (++signals > 1) process.exit(1); // a second signal: the user insists
+      log.info('agent stopping', { signal });
+      void agent.stop().then(resolve);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}

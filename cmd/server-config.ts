@@ -1,0 +1,90 @@
+/**
+ * @module Server settings (CONTRACT section 1): environment variables, or the same names
+ * lower-cased without `TETHER_` in a YAML file given by `--config`; the environment wins over
+ * the file. Parsed and checked once at start-up, then frozen and passed down.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { LOG_LEVELS } from '../shared/log';
+
+/** Every setting, by its name in a config file. */
+const fileSchema = z.strictObject({
+  listen: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080')
+    .default('127.0.0.1:8080'),
+  data_dir: z.string().min(1).default('./data'),
+  public_url: z.url({ protocol: /^https?$/ }).optional(),
+  bootstrap_token: z
+    .string()
+    .regex(/^[A-Za-z0-9\-._~+/]{16,256}$/, 'must be 16-256 characters of [A-Za-z0-9-._~+/]')
+    .optional(),
+  deploy_runtime: z.enum(['simulated']).default('simulated'),
+  sim_replica_ms: z.coerce.number().int().min(0).max(3_600_000).default(200),
+  log_level: z.enum(LOG_LEVELS).default('info'),
+  /** Not in the contract's table: the agent heartbeat interval (tests shorten it). */
+  heartbeat_ms: z.coerce.number().int().min(50).max(600_000).default(20_000),
+});
+
+export type ServerSettings = z.output<typeof fileSchema>;
+
+export interface ServerConfig extends Omit<ServerSettings, 'listen' | 'public_url'> {
+  host: string;
+  port: number;
+  /** Base URL clients use, when set; otherwise derived from the listening address. */
+  publicUrl: string | undefined;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof ServerSettings>;
+
+/** Reads settings from an optional YAML file and the environment. Throws ConfigError. */
+export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): Readonly<ServerConfig> {
+  let fromFile: Record<string, unknown> = {};
+  if (configFile) {
+    let parsed: unknown;
+    try {
+      parsed = parseYaml(readFileSync(configFile, 'utf8'));
+    } catch (err) {
+      throw new ConfigError(`cannot read config file ${configFile}: ${(err as Error).message}`);
+    }
+    if (parsed !== null && parsed !== undefined && (typeof parsed !== 'object' || Array.isArray(parsed))) {
+      throw new ConfigError(`config file ${configFile} must hold a YAML mapping of settings`);
+    }
+    fromFile = (parsed ?? {}) as Record<string, unknown>;
+  }
+  const merged: Record<string, unknown> = { ...fromFile };
+  for (const name of SETTING_NAMES) {
+    const value = env[`TETHER_${name.toUpperCase()}`];
+    if (value !== undefined && value !== '') merged[name] = value;
+  }
+  const result = fileSchema.safeParse(merged);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => {
+      const key = i.code === 'unrecognized_keys' ? i.keys.join(', ') : i.path.join('.');
+      const envName = `TETHER_${key.toUpperCase()}`;
+      return `  ${key} (${envName}): ${i.code === 'unrecognized_keys' ? 'unknown setting' : i.message}`;
+    });
+    throw new ConfigError(`invalid server settings:\n${problems.join('\n')}`);
+  }
+  const s = result.data;
+  const m = /^\[?(.*?)\]?:(\d+)$/.exec(s.listen)!;
+  const port = Number(m[2]);
+  if (port > 65535) throw new ConfigError(`invalid server settings:\n  listen (TETHER_LISTEN): port ${port} is out of range`);
+  return Object.freeze({
+    host: m[1]!,
+    port,
+    data_dir: resolve(s.data_dir),
+    publicUrl: s.public_url?.replace(/\/+$/, ''),
+    bootstrap_token: s.bootstrap_token,
+    deploy_runtime: s.deploy_runtime,
+    sim_replica_ms: s.sim_replica_ms,
+    log_level: s.log_level,
+    heartbeat_ms: s.heartbeat_ms,
+  });
+}

@@ -1,0 +1,66 @@
+/**
+ * @module The `tether` command: `server`, `agent`, and the client commands. Parses arguments,
+ * runs the chosen command, and maps failures to exit codes (1 failure, 2 usage).
+ */
+import { Command, CommanderError } from 'commander';
+import { TETHER_VERSION } from '../shared/version';
+import { addAgentOptions, agentFlagsOf } from './agent-options';
+import { runAgent } from './run-agent';
+import { ConfigError, loadServerConfig } from './server-config';
+import { startServer } from './server';
+
+class UsageError extends Error {}
+
+async function runServer(configFile: string | undefined): Promise<void> {
+  let config;
+  try {
+    config = loadServerConfig(process.env, configFile);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  const server = await startServer(config);
+  await new Promise<void>((resolve) => {
+    let signals = 0;
+    const onSignal = () => {
+      if (++signals > 1) process.exit(1);
+      void server.stop().then(resolve);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}
+
+const program = new Command('tether')
+  .description('reach devices behind NAT: operator API, relay broker, device agent and client')
+  .version(TETHER_VERSION)
+  .exitOverride();
+
+program
+  .command('server')
+  .description('run the API and the broker on one port (settings: TETHER_* environment or --config)')
+  .option('--config <file>', 'YAML file of settings (names lower-cased without TETHER_)')
+  .action(async (opts: { config?: string }) => {
+    await runServer(opts.config);
+    process.exit(0);
+  });
+
+addAgentOptions(program.command('agent').description('run the device agent')).action(
+  async (opts: Record<string, string | undefined>) => {
+    try {
+      await runAgent(agentFlagsOf(opts), process.env);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    process.exit(0);
+  },
+);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof CommanderError) {
+    // --help and --version end here with code 0; usage mistakes with 1 from commander.
+    process.exit(err.exitCode === 0 ? 0 : 2);
+  }
+  process.stderr.write(`tether: ${(err as Error).message}\n`);
+  process.exit(err instanceof UsageError ? 2 : 1);
+});

@@ -1,0 +1,35 @@
+// Builds the runnable bundles into dist/: the `tether` command (server, agent, client) and the
+// single-file device agent. Dependencies stay external in the main bundle (they are installed
+// beside it); the agent bundle inlines everything but native modules (see CONTRACT section 8).
+import { build } from 'esbuild';
+import { mkdir, writeFile } from 'node:fs/promises';
+
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+};
+
+await mkdir('dist', { recursive: true });
+// dist/ is CommonJS whatever the root package says, so the bundles also run copied elsewhere.
+await writeFile('dist/package.json', '{ "type": "commonjs" }\n');
+await Promise.all([
+  build({
+    ...common,
+    entryPoints: ['cmd/tether.ts'],
+    outfile: 'dist/tether.cjs',
+    packages: 'external',
+    banner: { js: '#!/usr/bin/env node' },
+  }),
+  build({
+    ...common,
+    entryPoints: ['cmd/agent-main.ts'],
+    outfile: 'dist/tether-agent.js',
+    // Native modules cannot be bundled; ws loads bufferutil/utf-8-validate optionally.
+    external: ['node-pty', 'bufferutil', 'utf-8-validate'],
+    banner: { js: '#!/usr/bin/env node' },
+  }),
+]);

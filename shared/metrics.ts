@@ -1,0 +1,68 @@
+/**
+ * @module A minimal Prometheus registry: labelled counters and gauges read at scrape time,
+ * rendered in the text exposition format 0.0.4.
+ */
+
+type Labels = Record<string, string>;
+
+export interface Counter {
+  inc(labels?: Labels, by?: number): void;
+}
+
+interface Family {
+  name: string;
+  help: string;
+  type: 'counter' | 'gauge';
+  samples(): Array<[Labels, number]>;
+}
+
+export interface Metrics {
+  counter(name: string, help: string): Counter;
+  /** A gauge whose value is read from `read` at each scrape. */
+  gauge(name: string, help: string, read: () => number): void;
+  /** The whole registry in Prometheus text format. */
+  render(): string;
+}
+
+const escapeLabel = (v: string): string => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+
+function renderLabels(labels: Labels): string {
+  const keys = Object.keys(labels);
+  if (keys.length === 0) return '';
+  return `{${keys.map((k) => `${k}="${escapeLabel(labels[k]!)}"`).join(',')}}`;
+}
+
+export function createMetrics(): Metrics {
+  const families = new Map<string, Family>();
+
+  function register(family: Family): void {
+    if (families.has(family.name)) throw new Error(`metric ${family.name} registered twice`);
+    families.set(family.name, family);
+  }
+
+  return {
+    counter(name, help) {
+      const values = new Map<string, [Labels, number]>();
+      register({ name, help, type: 'counter', samples: () => [...values.values()] });
+      return {
+        inc(labels = {}, by = 1) {
+          const key = renderLabels(labels);
+          const entry = values.get(key);
+          if (entry) entry[1] += by;
+          else values.set(key, [labels, by]);
+        },
+      };
+    },
+    gauge(name, help, read) {
+      register({ name, help, type: 'gauge', samples: () => [[{}, read()]] });
+    },
+    render() {
+      const lines: string[] = [];
+      for (const f of families.values()) {
+        lines.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`);
+        for (const [labels, value] of f.samples()) lines.push(`${f.name}${renderLabels(labels)} ${value}`);
+      }
+      return `${lines.join('\n')}\n`;
+    },
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * @module Every message of the agent control channel, with who sends it and when.
+ *
+ * The agent dials `GET /v1/agent/connect` with the subprotocol `AGENT_SUBPROTOCOL` and the
+ * headers below; the broker answers 101 or an HTTP error with a JSON body
+ * `{error, message, status}`. Once connected, each side sends text frames holding one JSON object
+ * of the shapes below; the broker pings every `heartbeat_ms` and drops an agent that misses two.
+ */
+import { z } from 'zod';
+
+/** Path of the agent control WebSocket. */
+export const AGENT_CONNECT_PATH = '/v1/agent/connect';
+
+/** Upgrade request headers the agent sends (besides `Authorization: Bearer <device token>`). */
+export const AGENT_HEADERS = {
+  deviceId: 'x-tether-device-id',
+  agentVersion: 'x-tether-agent-version',
+} as const;
+
+/** Close codes on the agent control socket. */
+export const AGENT_CLOSE = {
+  /** The broker is shutting down; reconnect with backoff. */
+  serverShutdown: 1001,
+  /** A newer connection of the same device replaced this one. */
+  replaced: 4409,
+  /** The device was deleted from the registry; its token no longer works. */
+  deviceDeleted: 4410,
+  /** The agent sent something that is not a valid control message. */
+  protocolError: 4400,
+} as const;
+
+export const sessionProtocolSchema = z.enum(['diagnostics', 'shell', 'file-transfer']);
+export type SessionProtocol = z.infer<typeof sessionProtocolSchema>;
+
+export const closeReasonSchema = z.enum(['closed', 'expired', 'device_deleted', 'server_shutdown']);
+export type CloseReason = z.infer<typeof closeReasonSchema>;
+
+/** Broker → agent, first message after the upgrade: the broker's view of this connection. */
+export const welcomeMessage = z.object({
+  type: z.literal('welcome'),
+  device_id: z.string(),
+  heartbeat_ms: z.number().int().positive(),
+  server_version: z.string(),
+});
+
+/**
+ * Broker → agent: a session was opened for this device. The agent remembers its expiry and
+ * enforces it on its own, so a lost close message can never leave a handler running.
+ */
+export const sessionOpenedMessage = z.object({
+  type: z.literal('session.opened'),
+  session_id: z.string(),
+  protocol: sessionProtocolSchema,
+  expires_at: z.string(),
+});
+
+/** Broker → agent: a session closed or expired; end its handler within 5 seconds. */
+export const sessionCloseMessage = z.object({
+  type: z.literal('session.close'),
+  session_id: z.string(),
+  reason: closeReasonSchema,
+});
+
+export const brokerToAgentMessage = z.discriminatedUnion('type', [
+  welcomeMessage,
+  sessionOpenedMessage,
+  sessionCloseMessage,
+]);
+export type BrokerToAgentMessage = z.infer<typeof brokerToAgentMessage>;
+
+/** Agent → broker: the agent ended a session's handler (acknowledges `session.close`). */
+export const sessionEndedMessage = z.object({
+  type: z.literal('session.ended'),
+  session_id: z.string(),
+});
+
+export const agentToBrokerMessage = z.discriminatedUnion('type', [sessionEndedMessage]);
+export type AgentToBrokerMessage = z.infer<typeof agentToBrokerMessage>;
+
+/** Parses one text frame; returns undefined for anything that is not a known message. */
+export function parseMessage<T>(schema: z.ZodType<T>, data: string): T | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  const parsed = schema.safeParse(raw);
+  return parsed.success ? parsed.data : undefined;
+}

@@ -2,7 +2,7 @@
 // single-file device agent. Dependencies stay external in the main bundle (they are installed
 // beside it); the agent bundle inlines everything but native modules (see CONTRACT section 8).
 import { build } from 'esbuild';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 
 const common = {
   bundle: true,
@@ -33,3 +33,5 @@ await Promise.all([
     banner: { js: '#!/usr/bin/env node' },
   }),
 ]);
+// Both bundles are commands: `npx tether`, `./tether-agent.js`.
+await Promise.all([chmod('dist/tether.cjs', 0o755), chmod('dist/tether-agent.js', 0o755)]);

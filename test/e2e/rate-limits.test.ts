@@ -1,0 +1,67 @@
+/** Seed section 8: per-user rate limits in a sliding minute, with Retry-After. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStack, type Stack } from '../helpers/stack';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack();
+  await stack.onlineDevice('rl-dev');
+});
+afterAll(() => stack.stop());
+
+async function burst(n: number, send: () => Promise<{ status: number }>) {
+  const statuses: number[] = [];
+  for (let i = 0; i < n; i++) statuses.push((await send()).status);
+  return statuses;
+}
+
+describe('rate limits', () => {
+  it('POST /remote-access/sessions: 30 per minute per user, whatever the outcome', async () => {
+    const ann = stack.as(await stack.userToken('rl-ann', 'developer'));
+    // 400s and 404s count as much as 201s and 409s
+    const statuses = await burst(30, () =>
+      ann.post('/v1/remote-access/sessions', { device_id: 'rl-nowhere', protocol: 'diagnostics' }),
+    );
+    expect(new Set(statuses)).toEqual(new Set([404]));
+    const limited = await ann.post('/v1/remote-access/sessions', { device_id: 'rl-dev', protocol: 'diagnostics' });
+    expect(limited.status).toBe(429);
+    expect(limited.body).toMatchObject({ error: 'rate_limited', status: 429 });
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(limited.body.message).toContain(`${retryAfter} s`);
+    // 401 comes before 429, 429 before 400
+    expect((await stack.as('bad-token').post('/v1/remote-access/sessions', {})).status).toBe(401);
+    expect((await ann.post('/v1/remote-access/sessions', { nonsense: true })).status).toBe(429);
+    // per user: another user is not affected, and neither is another endpoint group
+    const bob = stack.as(await stack.userToken('rl-bob', 'developer'));
+    expect((await bob.post('/v1/remote-access/sessions', { device_id: 'rl-nowhere', protocol: 'diagnostics' })).status).toBe(404);
+    expect((await ann.get('/v1/remote-access/sessions')).status).toBe(200);
+  });
+
+  it('per user, not per token: a second token of the same user shares the budget', async () => {
+    await stack.admin.post('/v1/users', { username: 'rl-carl', role: 'developer', kind: 'service' });
+    const t1 = (await stack.admin.post('/v1/tokens', { username: 'rl-carl' })).body.data.token;
+    const t2 = (await stack.admin.post('/v1/tokens', { username: 'rl-carl' })).body.data.token;
+    await burst(15, () => stack.as(t1).get('/v1/audit/remote-access'));
+    const statuses = await burst(46, () => stack.as(t2).get('/v1/audit/remote-access'));
+    expect(statuses.slice(0, 45).every((s) => s === 200)).toBe(true);
+    expect(statuses[45]).toBe(429);
+  });
+
+  it('GET /devices: 120 per minute; GET /devices/{id} is not in the group', async () => {
+    const dana = stack.as(await stack.userToken('rl-dana', 'developer'));
+    const statuses = await burst(121, () => dana.get('/v1/devices?per_page=1'));
+    expect(statuses.slice(0, 120).every((s) => s === 200)).toBe(true);
+    expect(statuses[120]).toBe(429);
+    expect((await dana.get('/v1/devices/rl-dev')).status).toBe(200);
+    expect((await dana.get('/v1/devices/rl-dev/agent-status')).status).toBe(200);
+  });
+
+  it('GET /audit/remote-access: 60 per minute', async () => {
+    const eve = stack.as(await stack.userToken('rl-eve', 'developer'));
+    const statuses = await burst(61, () => eve.get('/v1/audit/remote-access?per_page=1'));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(60);
+    expect(statuses[60]).toBe(429);
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * Child processes of the tests (agents, servers, the CLI), with their output collected line by
+ * line. Every process started here is killed when the test file ends, whatever happened.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { afterAll } from 'vitest';
+import { waitFor } from './wait';
+
+export const TETHER_BIN = resolve(__dirname, '../../dist/tether.cjs');
+
+export interface Proc {
+  child: ChildProcess;
+  pid: number;
+  /** stdout and stderr lines so far. */
+  stdout: string[];
+  stderr: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Waits for a line of stdout or stderr matching `pattern`. */
+  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  kill(signal?: NodeJS.Signals): void;
+  /** SIGTERM, then SIGKILL if it lingers; resolves once it is gone. */
+  stop(): Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+afterAll(() => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+function collect(stream: NodeJS.ReadableStream | null, into: string[]): void {
+  let partial = '';
+  stream?.setEncoding('utf8');
+  stream?.on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop()!;
+    into.push(...parts);
+  });
+}
+
+export function startProcess(args: string[], env: Record<string, string | undefined> = {}, cwd?: string): Proc {
+  const child = spawn(process.execPath, [TETHER_BIN, ...args], {
+    env: { ...process.env, TETHER_SERVER: undefined, TETHER_TOKEN: undefined, ...env },
+    cwd,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  live.add(child);
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  collect(child.stdout, stdout);
+  collect(child.stderr, stderr);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      done({ code, signal });
+    }),
+  );
+  const proc: Proc = {
+    child,
+    pid: child.pid!,
+    stdout,
+    stderr,
+    exited,
+    waitForLine: (pattern, timeoutMs = 10_000) =>
+      waitFor(() => [...stdout, ...stderr].find((l) => pattern.test(l)), `a line matching ${pattern}`, timeoutMs),
+    kill: (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+  return proc;
+}

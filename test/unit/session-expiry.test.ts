@@ -1,0 +1,72 @@
+import { rmSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { detachedRelay } from '../../api/ports';
+import { createSessionService } from '../../api/services/sessions';
+import { openStore, type Store } from '../../api/store/index';
+import type { Principal } from '../../api/store/tokens';
+import { silentLogger } from '../../shared/log';
+import { tempDir } from '../helpers/stack';
+
+const admin: Principal = {
+  token_id: 'tok_x', username: 'ops', role: 'administrator', kind: 'human', scopes: [], tenants: [],
+  created_at: '', expires_at: null, revoked_at: null,
+};
+
+describe('session expiry timer', () => {
+  let dir: string;
+  let store: Store;
+
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    vi.setSystemTime(new Date('2026-01-01T00:00:00Z'));
+    dir = tempDir();
+    store = openStore(dir);
+    for (const id of ['dev-a', 'dev-b']) {
+      store.devices.insert(id, `hash-${id}`, {}, new Date().toISOString());
+      store.devices.markOnline(id, '1', new Date().toISOString());
+    }
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('expires each session at its own time with one timer, and audits it', () => {
+    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
+    service.start();
+    const long = service.open(admin, { device_id: 'dev-a', protocol: 'shell', ttl_seconds: 120 });
+    const short = service.open(admin, { device_id: 'dev-b', protocol: 'shell', ttl_seconds: 60 });
+
+    vi.advanceTimersByTime(59_999);
+    expect(store.sessions.get(short.session_id)?.status).toBe('open');
+    vi.advanceTimersByTime(1);
+    expect(store.sessions.get(short.session_id)).toMatchObject({ status: 'closed', close_reason: 'expired' });
+    expect(store.sessions.get(long.session_id)?.status).toBe('open');
+
+    vi.advanceTimersByTime(60_000);
+    expect(store.sessions.get(long.session_id)).toMatchObject({
+      status: 'closed',
+      close_reason: 'expired',
+      closed_at: '2026-01-01T00:02:00.000Z',
+    });
+    const events = store.audit.list({ event: 'session.expired', limit: 10, offset: 0 });
+    expect(events.items.map((e) => [e.session_id, e.actor, e.reason])).toEqual([
+      [long.session_id, 'system', 'expired'],
+      [short.session_id, 'system', 'expired'],
+    ]);
+    expect(vi.getTimerCount()).toBe(0); // nothing left open, nothing armed
+    service.shutdown();
+  });
+
+  it('a closed session is not expired later', () => {
+    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
+    service.start();
+    const s = service.open(admin, { device_id: 'dev-a', protocol: 'diagnostics', ttl_seconds: 60 });
+    service.close(admin, s.session_id);
+    vi.advanceTimersByTime(120_000);
+    expect(store.sessions.get(s.session_id)?.close_reason).toBe('closed');
+    expect(store.audit.list({ event: 'session.expired', limit: 10, offset: 0 }).total).toBe(0);
+    service.shutdown();
+  });
+});

@@ -23,6 +23,7 @@ export type AgentState = 'connecting' | 'connected' | 'waiting' | 'stopped';
 
 export interface AgentDeps {
   log: Logger;
+  /** Wall clock (ms), for session expiry times. */
   now?: () => number;
   backoff?: Backoff;
   /** Until the broker's welcome says otherwise. */
@@ -101,7 +102,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     ws = socket;
 
     socket.on('open', function onOpen() {
-      connectedAt = now();
+      connectedAt = performance.now();
       setState('connected');
       armLiveness(socket);
     });
@@ -131,7 +132,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     socket.on('close', function onClose(code, reason) {
       clearTimeout(livenessTimer);
       if (ws === socket) ws = undefined;
-      const lived = connectedAt > 0 ? now() - connectedAt : 0;
+      const lived = connectedAt > 0 ? performance.now() - connectedAt : 0;
       connectedAt = 0;
       if (lived > 0) backoff.connectionEnded(lived);
       if (code === AGENT_CLOSE.deviceDeleted) log.error('this device was deleted from the registry');

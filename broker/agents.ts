@@ -33,6 +33,7 @@ export interface PresenceSink {
 
 export interface AgentChannelDeps {
   log: Logger;
+  /** Wall clock (ms), for `last_seen_at`; liveness uses the monotonic clock, immune to clock steps. */
   now: () => number;
   heartbeatMs: number;
   /** True when `token` is the agent token of `deviceId`. */
@@ -54,10 +55,11 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     handleProtocols: (offered) => (offered.has(AGENT_SUBPROTOCOL) ? AGENT_SUBPROTOCOL : false),
   });
   const seenSinceFlush = new Map<string, number>();
-  let lastFlush = now();
+  const mono = () => performance.now();
+  let lastFlush = mono();
 
   function sweep(): void {
-    const t = now();
+    const t = mono();
     for (const entry of registry.entries()) {
       if (t - entry.lastSeenAt > heartbeatMs * MISSED_HEARTBEATS) {
         log.warn('agent missed heartbeats; dropping it', { device_id: entry.deviceId, silent_ms: t - entry.lastSeenAt });
@@ -77,15 +79,15 @@ export function createAgentChannel(deps: AgentChannelDeps) {
   const sweeper = setInterval(sweep, Math.max(10, Math.floor(heartbeatMs / 4)));
 
   function markSeen(entry: AgentEntry<WebSocket>): void {
-    entry.lastSeenAt = now();
-    seenSinceFlush.set(entry.deviceId, entry.lastSeenAt);
+    entry.lastSeenAt = mono();
+    seenSinceFlush.set(entry.deviceId, now());
   }
 
   function onConnection(ws: WebSocket, deviceId: string, agentVersion: string | null): void {
-    const { entry, replaced } = registry.attach(deviceId, ws, agentVersion, now());
+    const { entry, replaced } = registry.attach(deviceId, ws, agentVersion, mono());
     const alog = log.child({ device_id: deviceId, generation: entry.generation });
     alog.info('agent connected', { agent_version: agentVersion });
-    presence.online(deviceId, agentVersion, entry.connectedAt);
+    presence.online(deviceId, agentVersion, now());
     if (replaced) {
       alog.info('agent connection replaced an older one', { replaced_generation: replaced.generation });
       replaced.socket.close(AGENT_CLOSE.replaced, 'replaced by a newer connection');

@@ -11,6 +11,7 @@ export interface AgentEntry<S> {
   generation: number;
   socket: S;
   agentVersion: string | null;
+  /** Monotonic ms (performance.now()), like the two below. */
   connectedAt: number;
   /** Last time the agent proved to be alive (pong or message). */
   lastSeenAt: number;

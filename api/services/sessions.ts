@@ -19,6 +19,11 @@ export const DEFAULT_TTL_S = 3600;
 // setTimeout's ceiling; the longest TTL (8 h) is far below it.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const RETRY_AFTER_ERROR_MS = 1000;
+/**
+ * Timers run on the monotonic clock while expiry times are wall-clock; a coarse sweep catches
+ * what a clock step (NTP, a resumed VM) would make the precise timer miss.
+ */
+const SAFETY_SWEEP_MS = 5000;
 
 export interface OpenRequest {
   device_id: string;
@@ -40,6 +45,7 @@ export const canSee = (p: Principal, s: SessionRow) => isAdmin(p) || s.opened_by
 export function createSessionService({ store, relay, log, now }: SessionServiceDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
   let timer: NodeJS.Timeout | undefined;
+  let sweeper: NodeJS.Timeout | undefined;
   let armedFor: number | undefined;
   let stopped = false;
 
@@ -85,11 +91,16 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
 
   function onTimer(): void {
     timer = undefined;
+    runExpiry();
+  }
+
+  function runExpiry(): void {
     try {
       expireDue();
       arm();
     } catch (err) {
       log.error('session expiry failed; retrying', { err });
+      clearTimeout(timer);
       armedFor = undefined;
       if (!stopped) timer = setTimeout(onTimer, RETRY_AFTER_ERROR_MS);
     }
@@ -202,15 +213,18 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
       return { expired, closed };
     },
 
-    /** Arms the expiry timer. */
+    /** Arms the expiry timer and the safety sweep. */
     start(): void {
       stopped = false;
       arm();
+      sweeper = setInterval(runExpiry, SAFETY_SWEEP_MS);
+      sweeper.unref();
     },
 
     /** Closes every open session (server shutdown) and disarms the timer. */
     shutdown(): number {
       stopped = true;
+      clearInterval(sweeper);
       arm();
       return closeAndNotify(store.sessions.openIds(), 'server_shutdown', SYSTEM_ACTOR).length;
     },

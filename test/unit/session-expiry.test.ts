@@ -17,7 +17,7 @@ describe('session expiry timer', () => {
   let store: Store;
 
   beforeEach(() => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
     vi.setSystemTime(new Date('2026-01-01T00:00:00Z'));
     dir = tempDir();
     store = openStore(dir);
@@ -55,7 +55,19 @@ describe('session expiry timer', () => {
       [long.session_id, 'system', 'expired'],
       [short.session_id, 'system', 'expired'],
     ]);
-    expect(vi.getTimerCount()).toBe(0); // nothing left open, nothing armed
+    expect(vi.getTimerCount()).toBe(1); // nothing left open: only the safety sweep remains
+    service.shutdown();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('the safety sweep catches a wall-clock step the timer cannot see', () => {
+    let offset = 0;
+    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: () => Date.now() + offset });
+    service.start();
+    const s = service.open(admin, { device_id: 'dev-a', protocol: 'shell', ttl_seconds: 3600 });
+    offset = 3600_000; // the wall clock jumps an hour; the armed timer still waits an hour
+    vi.advanceTimersByTime(5000);
+    expect(store.sessions.get(s.session_id)).toMatchObject({ status: 'closed', close_reason: 'expired' });
     service.shutdown();
   });
 

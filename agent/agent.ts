@@ -18,6 +18,7 @@ import {
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import type { AgentConfig } from './config';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';
+import { createStreamServer } from './streams';
 
 export type AgentState = 'connecting' | 'connected' | 'waiting' | 'stopped';
 
@@ -46,9 +47,10 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   let livenessTimer: NodeJS.Timeout | undefined;
   let connectedAt = 0;
 
+  const streams = createStreamServer(config, { log, send: (msg) => send(msg) });
   const sessions = new SessionTable(now, function onSessionEnd(session: KnownSession, reason: EndReason) {
     log.info('session ended', { session_id: session.sessionId, protocol: session.protocol, reason });
-    send({ type: 'session.ended', session_id: session.sessionId });
+    void streams.endSession(session.sessionId, reason).then(() => send({ type: 'session.ended', session_id: session.sessionId }));
   });
 
   function setState(next: AgentState): void {
@@ -81,6 +83,19 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
         break;
       case 'session.close':
         sessions.end(msg.session_id, msg.reason);
+        void streams.endSession(msg.session_id, msg.reason); // also when this agent never heard of the session
+        break;
+      case 'stream.open':
+        // The expiry travels with every stream request, so even an agent that restarted after
+        // the session was opened enforces it on its own.
+        if (!sessions.get(msg.session_id)) {
+          sessions.add({ sessionId: msg.session_id, protocol: msg.protocol, expiresAt: Date.parse(msg.expires_at) });
+        }
+        if (Date.parse(msg.expires_at) <= now()) {
+          send({ type: 'stream.refused', stream_id: msg.stream_id, message: 'the session has expired' });
+          break;
+        }
+        streams.open(msg);
         break;
     }
   }
@@ -158,6 +173,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
       setState('stopped');
       clearTimeout(reconnectTimer);
       sessions.endAll('agent_stopping');
+      await streams.stopAll();
       const socket = ws;
       if (!socket || socket.readyState === WebSocket.CLOSED) return;
       await new Promise<void>((resolve) => {
@@ -175,6 +191,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
       return state;
     },
     sessions,
+    streams,
   };
 }
 export type Agent = ReturnType<typeof createAgent>;

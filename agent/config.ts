@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { AGENT_CONNECT_PATH } from '../shared/protocol';
+import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/protocol';
 
 const schema = z.object({
   server: z
@@ -16,15 +16,23 @@ const schema = z.object({
   token: z.string({ error: 'is required (--token T or TETHER_DEVICE_TOKEN)' }).min(1, 'must not be empty'),
   filesRoot: z.string().min(1).default('.'),
   logDirs: z.string().min(1).default('/var/log'),
+  maxSessions: z.coerce.number().int().min(1).max(10_000).default(16),
+  maxUploadBytes: z.coerce.number().int().min(0).default(0),
 });
 
 export interface AgentConfig {
   /** The control channel URL, `ws(s)://host/v1/agent/connect`. */
   connectUrl: string;
+  /** Where data streams are dialled, `ws(s)://host/v1/agent/stream`. */
+  streamUrl: string;
   deviceId: string;
   token: string;
   filesRoot: string;
   logDirs: string[];
+  /** Streams served at once; more are refused with a clear message. */
+  maxSessions: number;
+  /** Bytes one upload may hold; 0 = no limit. */
+  maxUploadBytes: number;
 }
 
 export interface AgentFlags {
@@ -33,6 +41,8 @@ export interface AgentFlags {
   token?: string | undefined;
   filesRoot?: string | undefined;
   logDirs?: string | undefined;
+  maxSessions?: string | undefined;
+  maxUploadBytes?: string | undefined;
 }
 
 /** Merges flags over the environment; throws an Error listing every problem. */
@@ -44,6 +54,8 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     token: pick(flags.token, 'TETHER_DEVICE_TOKEN'),
     filesRoot: pick(flags.filesRoot, 'TETHER_FILES_ROOT'),
     logDirs: pick(flags.logDirs, 'TETHER_LOG_DIRS'),
+    maxSessions: pick(flags.maxSessions, 'TETHER_MAX_SESSIONS'),
+    maxUploadBytes: pick(flags.maxUploadBytes, 'TETHER_MAX_UPLOAD_BYTES'),
   });
   if (!result.success) {
     throw new Error(
@@ -53,13 +65,21 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
   const c = result.data;
   const url = new URL(c.server);
   url.protocol = url.protocol.replace(/^http/, 'ws');
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}${AGENT_CONNECT_PATH}`;
+  const base = url.pathname.replace(/\/+$/, '');
   url.search = '';
+  url.hash = '';
+  const at = (path: string) => {
+    url.pathname = `${base}${path}`;
+    return url.toString();
+  };
   return Object.freeze({
-    connectUrl: url.toString(),
+    connectUrl: at(AGENT_CONNECT_PATH),
+    streamUrl: at(AGENT_STREAM_PATH),
     deviceId: c.deviceId,
     token: c.token,
     filesRoot: resolve(c.filesRoot),
     logDirs: c.logDirs.split(':').filter(Boolean).map((d) => resolve(d)),
+    maxSessions: c.maxSessions,
+    maxUploadBytes: c.maxUploadBytes,
   });
 }

@@ -18,6 +18,7 @@ import { identityRoutes, publicIdentityRoutes } from './routes/identity';
 import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from './routes/sessions';
 import { createIdentityService } from './services/identity';
 import { createSessionService } from './services/sessions';
+import { createStreamAccess } from './services/stream-access';
 import type { Store } from './store/index';
 
 export interface ApiDeps {
@@ -73,6 +74,10 @@ export function createApi(deps: ApiDeps) {
     callback: () => app.callback(),
     identity,
     sessions,
+    /** Decides who may connect to a session's stream (the broker asks). */
+    authorizeStream: createStreamAccess(store, deps.ticketer, now),
+    /** Adds tunnel byte counts to session records (the broker reports them). */
+    recordBytes: (counts: Map<string, { toDevice: number; fromDevice: number }>) => store.sessions.addBytes(counts),
     /** Reconciles sessions left open by a previous run and arms the expiry timer. */
     start() {
       const reconciled = sessions.reconcile();

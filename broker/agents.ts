@@ -41,6 +41,8 @@ export interface AgentChannelDeps {
   presence: PresenceSink;
   /** An agent acknowledged that a session's handler ended. */
   onSessionEnded?(deviceId: string, sessionId: string): void;
+  /** An agent will not serve a stream it was asked to. */
+  onStreamRefused?(deviceId: string, streamId: string, message: string): void;
 }
 
 const BEARER = /^Bearer (\S+)$/i;
@@ -103,6 +105,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
         return;
       }
       if (msg.type === 'session.ended') deps.onSessionEnded?.(deviceId, msg.session_id);
+      else deps.onStreamRefused?.(deviceId, msg.stream_id, msg.message.slice(0, 100));
     });
     ws.on('error', (err) => alog.warn('agent socket error', { err: err.message }));
     ws.on('close', function onAgentClose(code) {

@@ -1,17 +1,27 @@
 /**
- * @module The relay broker: the agent control channel (and, with it, presence) and the routing of
- * WebSocket upgrades. It knows nothing of the database: the composition root passes in how to
- * authenticate agents and where presence goes.
+ * @module The relay broker: the agent control channel (and, with it, presence), the session
+ * streams it splices to devices, and the routing of WebSocket upgrades. It knows nothing of the
+ * database: the composition root passes in how to authenticate agents and clients, where
+ * presence goes and where byte counts are recorded.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
-import { AGENT_CLOSE, AGENT_CONNECT_PATH, type CloseReason, type SessionProtocol } from '../shared/protocol';
+import {
+  AGENT_CLOSE,
+  AGENT_CONNECT_PATH,
+  AGENT_STREAM_PATH,
+  type CloseReason,
+  type SessionProtocol,
+} from '../shared/protocol';
+import { STREAM_PATH, type StreamAccess } from '../shared/stream';
 import { createAgentChannel, type PresenceSink } from './agents';
 import { rejectUpgrade } from './reject';
+import { createStreams, type ByteCounts } from './streams';
 
 export const DEFAULT_HEARTBEAT_MS = 20_000;
+export type { ByteCounts } from './streams';
 
 export interface BrokerDeps {
   log: Logger;
@@ -20,6 +30,10 @@ export interface BrokerDeps {
   heartbeatMs: number;
   authenticateAgent(deviceId: string, token: string): boolean;
   presence: PresenceSink;
+  authorizeStream(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess;
+  recordBytes(counts: Map<string, ByteCounts>): void;
+  /** How long a client waits for the device to join (10 s by the contract; tests shorten it). */
+  joinTimeoutMs?: number;
 }
 
 export interface SessionNotice {
@@ -31,25 +45,40 @@ export interface SessionNotice {
 
 export function createBroker(deps: BrokerDeps) {
   const log = deps.log;
+  const tunnelBytes = deps.metrics.counter('tether_tunnel_bytes_total', 'Payload bytes relayed through tunnels, by direction.');
+  // Registered now so the series exist from the first scrape.
+  tunnelBytes.inc({ direction: 'to_device' }, 0);
+  tunnelBytes.inc({ direction: 'from_device' }, 0);
+
   const agents = createAgentChannel({
     log: log.child({ component: 'agents' }),
     now: deps.now,
     heartbeatMs: deps.heartbeatMs,
     authenticateAgent: deps.authenticateAgent,
     presence: deps.presence,
+    onStreamRefused: (deviceId, streamId, message) => streams.refused(deviceId, streamId, message),
+  });
+  const streams = createStreams({
+    log: log.child({ component: 'streams' }),
+    authorize: deps.authorizeStream,
+    authenticateAgent: deps.authenticateAgent,
+    sendToAgent: (deviceId, msg) => agents.sendTo(deviceId, msg),
+    recordBytes: deps.recordBytes,
+    onBytes: (direction, bytes) => tunnelBytes.inc({ direction }, bytes),
+    joinTimeoutMs: deps.joinTimeoutMs,
   });
   deps.metrics.gauge('tether_agents_online', 'Agents connected to the broker.', () => agents.registry.size);
-  const tunnelBytes = deps.metrics.counter('tether_tunnel_bytes_total', 'Payload bytes relayed through tunnels, by direction.');
-  // Registered now so the series exist from the first scrape.
-  tunnelBytes.inc({ direction: 'to_device' }, 0);
-  tunnelBytes.inc({ direction: 'from_device' }, 0);
+  deps.metrics.gauge('tether_streams_open', 'Session streams with a client connected.', () => streams.size);
 
   return {
     /** Takes an HTTP upgrade request; anything that is not a broker path gets 404. */
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-      const path = (req.url ?? '').split('?')[0];
-      if (path === AGENT_CONNECT_PATH) agents.handleUpgrade(req, socket, head);
-      else rejectUpgrade(socket, 404, 'not_found', `no WebSocket endpoint at ${path}`);
+      const path = (req.url ?? '').split('?')[0]!;
+      if (path === AGENT_CONNECT_PATH) return agents.handleUpgrade(req, socket, head);
+      if (path === AGENT_STREAM_PATH) return streams.handleAgentUpgrade(req, socket, head);
+      const stream = STREAM_PATH.exec(path);
+      if (stream) return streams.handleClientUpgrade(req, socket, head, decodeURIComponent(stream[1]!));
+      rejectUpgrade(socket, 404, 'not_found', `no WebSocket endpoint at ${path}`);
     },
 
     /** Tells the device a session was opened for it. */
@@ -57,8 +86,9 @@ export function createBroker(deps: BrokerDeps) {
       agents.sendTo(s.device_id, { type: 'session.opened', session_id: s.session_id, protocol: s.protocol, expires_at: s.expires_at });
     },
 
-    /** Tells the device to end a session's handler. */
+    /** Ends the session's stream (counts written at once) and tells the device to end its handler. */
     sessionClosed(s: { session_id: string; device_id: string }, reason: CloseReason): void {
+      streams.endSession(s.session_id, reason);
       agents.sendTo(s.device_id, { type: 'session.close', session_id: s.session_id, reason });
     },
 
@@ -70,8 +100,11 @@ export function createBroker(deps: BrokerDeps) {
     isOnline: (deviceId: string): boolean => agents.registry.get(deviceId) !== undefined,
     agentsOnline: (): number => agents.registry.size,
 
-    /** Disconnects every agent (1001) and stops the heartbeat timer. */
-    close: () => agents.close(),
+    /** Closes every stream and agent connection (1001) and stops the timers. */
+    async close(): Promise<void> {
+      await streams.close();
+      await agents.close();
+    },
   };
 }
 export type Broker = ReturnType<typeof createBroker>;

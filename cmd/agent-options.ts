@@ -8,7 +8,9 @@ export function addAgentOptions(cmd: Command): Command {
     .option('--device-id <id>', 'this device\'s id (env TETHER_DEVICE_ID)')
     .option('--token <token>', 'agent token; prefer the environment (env TETHER_DEVICE_TOKEN)')
     .option('--files-root <dir>', 'file transfer never reaches outside it (env TETHER_FILES_ROOT; default: working dir)')
-    .option('--log-dirs <dirs>', 'colon-separated dirs log.tail may read (env TETHER_LOG_DIRS; default /var/log)');
+    .option('--log-dirs <dirs>', 'colon-separated dirs log.tail may read (env TETHER_LOG_DIRS; default /var/log)')
+    .option('--max-sessions <n>', 'streams served at once (env TETHER_MAX_SESSIONS; default 16)')
+    .option('--max-upload-bytes <n>', 'largest upload accepted, 0 = no limit (env TETHER_MAX_UPLOAD_BYTES; default 0)');
 }
 
 export const agentFlagsOf = (o: Record<string, string | undefined>): AgentFlags => ({
@@ -17,4 +19,6 @@ export const agentFlagsOf = (o: Record<string, string | undefined>): AgentFlags 
   token: o.token,
   filesRoot: o.filesRoot,
   logDirs: o.logDirs,
+  maxSessions: o.maxSessions,
+  maxUploadBytes: o.maxUploadBytes,
 });

@@ -72,6 +72,8 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
       offline: (id, at) => store.devices.markOffline(id, iso(at)),
       seen: (lastSeen) => store.devices.markSeen(new Map([...lastSeen].map(([id, at]) => [id, iso(at)]))),
     },
+    authorizeStream: api.authorizeStream,
+    recordBytes: api.recordBytes,
   });
 
   let server: Server | undefined;

@@ -11,10 +11,18 @@ import { z } from 'zod';
 /** Path of the agent control WebSocket. */
 export const AGENT_CONNECT_PATH = '/v1/agent/connect';
 
+/**
+ * Path of a data WebSocket the agent dials when the broker asks (`stream.open`); the broker
+ * splices it to the client's stream byte for byte. Same headers as the control channel, plus
+ * the stream id.
+ */
+export const AGENT_STREAM_PATH = '/v1/agent/stream';
+
 /** Upgrade request headers the agent sends (besides `Authorization: Bearer <device token>`). */
 export const AGENT_HEADERS = {
   deviceId: 'x-tether-device-id',
   agentVersion: 'x-tether-agent-version',
+  streamId: 'x-tether-stream-id',
 } as const;
 
 /** Close codes on the agent control socket. */
@@ -61,10 +69,23 @@ export const sessionCloseMessage = z.object({
   reason: closeReasonSchema,
 });
 
+/**
+ * Broker → agent: a client connected to a session's stream; dial `AGENT_STREAM_PATH` with this
+ * `stream_id` within 10 seconds and serve `protocol` on it until either side closes.
+ */
+export const streamOpenMessage = z.object({
+  type: z.literal('stream.open'),
+  session_id: z.string(),
+  stream_id: z.string(),
+  protocol: sessionProtocolSchema,
+  expires_at: z.string(),
+});
+
 export const brokerToAgentMessage = z.discriminatedUnion('type', [
   welcomeMessage,
   sessionOpenedMessage,
   sessionCloseMessage,
+  streamOpenMessage,
 ]);
 export type BrokerToAgentMessage = z.infer<typeof brokerToAgentMessage>;
 
@@ -74,7 +95,14 @@ export const sessionEndedMessage = z.object({
   session_id: z.string(),
 });
 
-export const agentToBrokerMessage = z.discriminatedUnion('type', [sessionEndedMessage]);
+/** Agent → broker: the agent will not serve a stream (e.g. its session cap is reached). */
+export const streamRefusedMessage = z.object({
+  type: z.literal('stream.refused'),
+  stream_id: z.string(),
+  message: z.string(),
+});
+
+export const agentToBrokerMessage = z.discriminatedUnion('type', [sessionEndedMessage, streamRefusedMessage]);
 export type AgentToBrokerMessage = z.infer<typeof agentToBrokerMessage>;
 
 /** Parses one text frame; returns undefined for anything that is not a known message. */

@@ -74,8 +74,10 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
       const row = closeInTx(id, reason, actor);
       if (row) closed.push(row);
     }
+    // The relay ends the streams and writes their last byte counts, so read the rows again:
+    // a closed session's counters are exact.
     for (const row of closed) relay.sessionClosed(row);
-    return closed;
+    return closed.map((row) => store.sessions.get(row.session_id) ?? row);
   }
 
   function arm(): void {

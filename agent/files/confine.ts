@@ -1,0 +1,76 @@
+/**
+ * @module Confinement of paths to a root directory: canonicalise (resolve `..` and symlinks)
+ * and refuse anything that ends up outside. Opening goes through `openConfined`, which opens
+ * with O_NOFOLLOW and checks the opened file's real path afterwards, so a symlink swapped in
+ * between the check and the use (a TOCTOU race) cannot lead out.
+ */
+import { constants } from 'node:fs';
+import { open, readlink, realpath, type FileHandle } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+
+export class ConfineError extends Error {
+  constructor(
+    readonly code: 'path_outside_root' | 'not_found' | 'bad_params',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** True when `path` is `root` itself or below it (both canonical). */
+export function isInside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
+}
+
+/**
+ * The canonical absolute path of `requested` (relative to `root`; a leading `/` means the root)
+ * as far as it exists, plus the part that does not exist yet. Throws ConfineError when it
+ * leads outside the root.
+ */
+export async function resolveConfined(root: string, requested: string): Promise<{ path: string; missing: string[] }> {
+  if (requested.includes('\0')) throw new ConfineError('bad_params', 'path contains a NUL byte');
+  const realRoot = await realpath(root);
+  const lexical = resolve(realRoot, `.${sep}${requested}`);
+  if (!isInside(realRoot, lexical)) throw new ConfineError('path_outside_root', `${requested} is outside the files root`);
+  // Walk up to the deepest existing ancestor and canonicalise it (following symlinks).
+  const missing: string[] = [];
+  let existing = lexical;
+  for (;;) {
+    try {
+      const real = await realpath(existing);
+      if (!isInside(realRoot, real)) throw new ConfineError('path_outside_root', `${requested} leads outside the files root`);
+      return { path: missing.length ? join(real, ...missing.slice().reverse()) : real, missing: missing.slice().reverse() };
+    } catch (err) {
+      if (err instanceof ConfineError) throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
+      if (existing === realRoot) throw new ConfineError('not_found', 'the files root does not exist');
+      missing.push(existing.slice(existing.lastIndexOf(sep) + 1));
+      existing = resolve(existing, '..');
+    }
+  }
+}
+
+/** Verifies after the fact that an open descriptor's file is inside `root` (Linux /proc). */
+export async function assertOpenedInside(handle: FileHandle, realRoot: string, shown: string): Promise<void> {
+  let actual: string;
+  try {
+    actual = await readlink(`/proc/self/fd/${handle.fd}`);
+  } catch {
+    return; // no /proc: O_NOFOLLOW on a canonical path is what we have
+  }
+  if (!isInside(realRoot, actual)) throw new ConfineError('path_outside_root', `${shown} leads outside the files root`);
+}
+
+/** Opens an existing file inside the root for reading, refusing symlinks at the last step. */
+export async function openConfined(realRoot: string, canonicalPath: string, shown: string): Promise<FileHandle> {
+  const handle = await open(canonicalPath, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    await assertOpenedInside(handle, realRoot, shown);
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+  return handle;
+}

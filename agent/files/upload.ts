@@ -1,0 +1,235 @@
+/**
+ * @module `upload`: one tar stream extracted into a directory inside the files root, fully
+ * streaming. Every entry is checked before anything is written (no absolute names, no `..`, no
+ * links leading out, no hard links or device files, caps on size and count); files go to
+ * temporary files beside their destination, are fsynced, and are renamed into place only once
+ * the whole archive has arrived. A failure or a cut connection removes every temporary file and
+ * every directory the upload created, so nothing partial is ever left behind.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants, createWriteStream } from 'node:fs';
+import { chmod, lstat, mkdir, open, realpath, rename, rmdir, symlink, unlink, utimes } from 'node:fs/promises';
+import { dirname, isAbsolute, join, posix } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import * as tar from 'tar-stream';
+import { OpError } from '../handlers/requests';
+import { assertOpenedInside, isInside } from './confine';
+
+export interface UploadLimits {
+  /** Sum of file sizes; 0 = unlimited. */
+  maxBytes: number;
+  maxEntries: number;
+}
+
+export interface UploadResult {
+  files: number;
+  bytes: number;
+}
+
+const MAX_NAME = 4096;
+const MAX_COMPONENT = 255;
+
+interface Staged {
+  temp: string;
+  final: string;
+  mode: number;
+  mtime: Date;
+}
+
+/** The entry's name as safe relative segments, or an error naming the problem. */
+export function safeSegments(name: string): string[] {
+  if (name.includes('\0')) throw new OpError('path_outside_root', 'a tar entry name contains a NUL byte');
+  if (name.length > MAX_NAME) throw new OpError('bad_params', `a tar entry name is longer than ${MAX_NAME} characters`);
+  if (isAbsolute(name) || posix.isAbsolute(name) || /^[A-Za-z]:[\\/]/.test(name)) {
+    throw new OpError('path_outside_root', `tar entry ${JSON.stringify(name)} has an absolute name`);
+  }
+  const segments = name.split(/[\\/]+/).filter((s) => s !== '' && s !== '.');
+  if (segments.includes('..')) throw new OpError('path_outside_root', `tar entry ${JSON.stringify(name)} climbs out with ..`);
+  if (segments.some((s) => Buffer.byteLength(s) > MAX_COMPONENT)) {
+    throw new OpError('bad_params', `tar entry ${JSON.stringify(name.slice(0, 80))} has a name component over ${MAX_COMPONENT} bytes`);
+  }
+  return segments;
+}
+
+/**
+ * Extracts a tar fed through `input()` into `targetDir` (canonical, inside `realRoot`, existing).
+ * Call `commit()` after the last chunk and `abort()` on any failure.
+ */
+export function createUpload(realRoot: string, targetDir: string, limits: UploadLimits) {
+  const extract = tar.extract();
+  const staged: Staged[] = [];
+  const links: Array<{ path: string; target: string }> = [];
+  const createdDirs: string[] = [];
+  /** The entry being worked on (entries come one at a time). */
+  let current: Promise<void> = Promise.resolve();
+  let entries = 0;
+  let bytes = 0;
+  let failure: unknown;
+  const finished = new Promise<void>((resolveDone, reject) => {
+    extract.on('finish', () => resolveDone());
+    extract.on('error', reject);
+  });
+  finished.catch(() => {}); // observed through commit()
+
+  /** Makes the directories of `segments` below the target, refusing anything but real dirs inside the root. */
+  async function ensureDir(segments: string[]): Promise<string> {
+    let current = targetDir;
+    for (const segment of segments) {
+      const next = join(current, segment);
+      let stats;
+      try {
+        stats = await lstat(next);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        await mkdir(next, { mode: 0o755 });
+        createdDirs.push(next);
+        current = next;
+        continue;
+      }
+      if (stats.isSymbolicLink()) {
+        const real = await realpath(next);
+        if (!isInside(realRoot, real)) throw new OpError('path_outside_root', `${segment} is a link leading outside the files root`);
+        if (!(await lstat(real)).isDirectory()) throw new OpError('not_a_directory', `${segment} is not a directory`);
+        current = real;
+      } else if (stats.isDirectory()) {
+        current = next;
+      } else {
+        throw new OpError('exists', `${segment} exists and is not a directory`);
+      }
+    }
+    return current;
+  }
+
+  async function stageFile(segments: string[], header: tar.Header, stream: NodeJS.ReadableStream): Promise<void> {
+    const dir = await ensureDir(segments.slice(0, -1));
+    const base = segments.at(-1)!;
+    const final = join(dir, base);
+    const existing = await lstat(final).catch(() => undefined);
+    if (existing?.isDirectory()) throw new OpError('exists', `${segments.join('/')} exists and is a directory`);
+    const temp = join(dir, `.${base.slice(0, 200)}.tether-${randomBytes(6).toString('hex')}.part`);
+    const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    staged.push({ temp, final, mode: header.mode & 0o777, mtime: header.mtime });
+    try {
+      // A directory swapped for a symlink after ensureDir would show here.
+      await assertOpenedInside(handle, realRoot, segments.join('/'));
+      await pipeline(stream, createWriteStream('', { fd: handle.fd, autoClose: false, highWaterMark: 256 * 1024 }));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** Where a symlink's target leads, resolving existing links on the way as the kernel would. */
+  async function linkDestination(startDir: string, target: string): Promise<string> {
+    let current = startDir;
+    for (const segment of target.split('/')) {
+      if (segment === '' || segment === '.') continue;
+      if (segment === '..') {
+        current = dirname(current);
+        continue;
+      }
+      const next = join(current, segment);
+      current = await realpath(next).catch(() => next);
+    }
+    return current;
+  }
+
+  extract.on('entry', (header, stream, next) => {
+    const work = (current = (async () => {
+      if (failure) throw failure;
+      if (++entries > limits.maxEntries) throw new OpError('too_large', `the archive has more than ${limits.maxEntries} entries`);
+      const segments = safeSegments(header.name);
+      if (segments.length === 0) return; // the target directory itself
+      switch (header.type) {
+        case 'file':
+        case 'contiguous-file': {
+          bytes += header.size;
+          if (limits.maxBytes > 0 && bytes > limits.maxBytes) {
+            throw new OpError('too_large', `the upload exceeds this device's limit of ${limits.maxBytes} bytes`);
+          }
+          await stageFile(segments, header, stream as unknown as NodeJS.ReadableStream);
+          return;
+        }
+        case 'directory':
+          await ensureDir(segments);
+          return;
+        case 'symlink': {
+          const dir = await ensureDir(segments.slice(0, -1));
+          const target = header.linkname;
+          if (!target || isAbsolute(target) || !isInside(realRoot, await linkDestination(dir, target))) {
+            throw new OpError('path_outside_root', `symbolic link ${header.name} -> ${target} leads outside the files root`);
+          }
+          links.push({ path: join(dir, segments.at(-1)!), target });
+          return;
+        }
+        case 'link':
+          throw new OpError('path_outside_root', `hard link ${header.name} refused: only files, directories and symbolic links are accepted`);
+        default:
+          throw new OpError('bad_params', `${header.type} ${header.name} refused: only files, directories and symbolic links are accepted`);
+      }
+    })());
+    work.then(
+      () => {
+        stream.resume(); // drain whatever an entry without content left
+        next();
+      },
+      (err: unknown) => {
+        failure ??= err;
+        stream.resume();
+        next(err as Error);
+      },
+    );
+  });
+
+  async function removeStaged(): Promise<void> {
+    for (const s of staged) await unlink(s.temp).catch(() => {});
+    for (const dir of createdDirs.slice().reverse()) await rmdir(dir).catch(() => {});
+  }
+
+  return {
+    /** The writable end to feed tar bytes into (honour its backpressure). */
+    input: extract as unknown as NodeJS.WritableStream,
+
+    /** Ends the input, waits for every entry, and moves everything into place. */
+    async commit(): Promise<UploadResult> {
+      (extract as unknown as NodeJS.WritableStream).end();
+      await finished;
+      if (failure) throw failure;
+      const dirs = new Set<string>();
+      for (const s of staged) {
+        await chmod(s.temp, s.mode || 0o644);
+        await utimes(s.temp, s.mtime, s.mtime);
+        await rename(s.temp, s.final);
+        dirs.add(dirname(s.final));
+      }
+      for (const l of links) {
+        await unlink(l.path).catch(() => {});
+        await symlink(l.target, l.path);
+        dirs.add(dirname(l.path));
+      }
+      // Make the renames themselves durable.
+      for (const dir of dirs) {
+        const handle = await open(dir, constants.O_RDONLY).catch(() => undefined);
+        await handle?.sync().catch(() => {});
+        await handle?.close();
+      }
+      return { files: staged.length, bytes };
+    },
+
+    /** Stops extracting and removes every temporary file and created directory. */
+    async abort(reason: unknown): Promise<void> {
+      failure ??= reason;
+      extract.destroy(reason instanceof Error ? reason : new Error(String(reason)));
+      await finished.catch(() => {});
+      await current.catch(() => {}); // the writer lets go of its file before we remove it
+      await removeStaged();
+    },
+
+    /** The first problem met, if any (the caller answers with it at once). */
+    get failure(): unknown {
+      return failure;
+    },
+    extract,
+  };
+}
+export type Upload = ReturnType<typeof createUpload>;

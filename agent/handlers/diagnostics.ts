@@ -1,0 +1,69 @@
+/**
+ * @module The `diagnostics` protocol: read-only requests about the device. Nothing here writes
+ * or runs commands; every operation reads `/proc`, `/sys`, the OS or the log dirs.
+ */
+import { z } from 'zod';
+import { diskUsage } from '../diagnostics/disks';
+import { logTail, MAX_TAIL_LINES } from '../diagnostics/logs';
+import { networkInterfaces } from '../diagnostics/network';
+import { processList } from '../diagnostics/processes';
+import { systemInfo, systemMetrics } from '../diagnostics/system';
+import type { Request } from '../../shared/stream';
+import { OpError, paramsOf, parseRequest, toErrorBody } from './requests';
+import type { Handler, HandlerContext, HandlerFactory } from './types';
+
+const noParams = z.strictObject({});
+const processParams = z.strictObject({ limit: z.number().int().min(1).max(10_000).default(50) });
+const tailParams = z.strictObject({
+  path: z.string().min(1).max(4096),
+  lines: z.number().int().min(1).max(MAX_TAIL_LINES).default(100),
+});
+
+type Op = (req: Request, ctx: HandlerContext) => Promise<unknown>;
+
+export const DIAGNOSTIC_OPS: Record<string, Op> = {
+  'system.info': async (req) => (paramsOf(noParams, req), systemInfo()),
+  'system.metrics': async (req) => (paramsOf(noParams, req), systemMetrics()),
+  'disk.usage': async (req) => (paramsOf(noParams, req), diskUsage()),
+  'network.interfaces': async (req) => (paramsOf(noParams, req), networkInterfaces()),
+  'process.list': async (req) => processList(paramsOf(processParams, req).limit),
+  'log.tail': async (req, ctx) => {
+    const p = paramsOf(tailParams, req);
+    return logTail(ctx.config.logDirs, p.path, p.lines);
+  },
+};
+
+/** At most this many requests are worked on at once; further frames wait unread. */
+const MAX_IN_FLIGHT = 4;
+
+export const startDiagnostics: HandlerFactory = (channel, ctx): Handler => {
+  let inFlight = 0;
+
+  async function serve(req: Request): Promise<void> {
+    const op = Object.hasOwn(DIAGNOSTIC_OPS, req.op) ? DIAGNOSTIC_OPS[req.op] : undefined;
+    try {
+      if (!op) throw new OpError('unknown_op', `unknown op ${req.op}; known: ${Object.keys(DIAGNOSTIC_OPS).join(', ')}`);
+      channel.sendJson({ id: req.id, ok: true, result: await op(req, ctx) });
+    } catch (err) {
+      channel.sendJson({ id: req.id, ok: false, error: toErrorBody(err, ctx.log) });
+    }
+  }
+
+  channel.on('text', (text) => {
+    const req = parseRequest(channel, text);
+    if (!req) return;
+    if (++inFlight >= MAX_IN_FLIGHT) channel.pause();
+    void serve(req).finally(() => {
+      if (--inFlight < MAX_IN_FLIGHT) channel.resume();
+    });
+  });
+  channel.on('binary', () => {
+    channel.sendJson({ id: null, ok: false, error: { code: 'bad_params', message: 'diagnostics takes text frames only' } });
+  });
+
+  return {
+    async stop() {
+      channel.close(1000, 'diagnostics ended');
+    },
+  };
+};

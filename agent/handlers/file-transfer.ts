@@ -1,0 +1,150 @@
+/**
+ * @module The `file-transfer` protocol: `list`, `stat`, `download` and `upload` (tar streams),
+ * one transfer at a time per stream, everything confined to the files root.
+ */
+import { lstat, mkdir, realpath } from 'node:fs/promises';
+import { z } from 'zod';
+import type { Request } from '../../shared/stream';
+import { resolveConfined } from '../files/confine';
+import { streamDownload } from '../files/download';
+import { existing, listEntries, statEntry } from '../files/entries';
+import { createUpload, type Upload } from '../files/upload';
+import { OpError, paramsOf, parseRequest, toErrorBody } from './requests';
+import type { Handler, HandlerFactory } from './types';
+
+const pathParams = z.strictObject({ path: z.string().min(1).max(4096) });
+const listParams = z.strictObject({ path: z.string().min(1).max(4096), limit: z.number().int().min(1).max(100_000).default(10_000) });
+
+/** Most entries one upload may hold (a tar bomb of empty files is still a bomb). */
+export const MAX_UPLOAD_ENTRIES = 100_000;
+
+interface Transfer {
+  id: number;
+  abort(reason: string): Promise<void>;
+  upload?: Upload;
+}
+
+export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
+  const root = ctx.config.filesRoot;
+  let transfer: Transfer | undefined;
+  let failedUploadId: number | undefined;
+
+  const reply = (id: number, result: unknown): void => void channel.sendJson({ id, ok: true, result });
+  const replyError = (id: number, err: unknown): void =>
+    void channel.sendJson({ id, ok: false, error: toErrorBody(err, ctx.log) });
+
+  async function download(req: Request): Promise<void> {
+    const { path } = paramsOf(pathParams, req);
+    const real = await existing(root, path);
+    const realRoot = await realpath(root);
+    const controller = new AbortController();
+    transfer = { id: req.id, abort: async () => controller.abort() };
+    reply(req.id, { format: 'tar' });
+    try {
+      const result = await streamDownload(realRoot, real, channel.binaryWritable(), controller.signal);
+      channel.sendJson({ id: req.id, done: true, bytes: result.bytes, files: result.files });
+      ctx.log.info('download done', { path, ...result });
+    } finally {
+      transfer = undefined;
+    }
+  }
+
+  async function upload(req: Request): Promise<void> {
+    const { path } = paramsOf(pathParams, req);
+    const realRoot = await realpath(root);
+    const target = await resolveConfined(root, path);
+    if (target.missing.length === 0) {
+      if (!(await lstat(target.path)).isDirectory()) throw new OpError('not_a_directory', `${path} is not a directory`);
+    } else {
+      await mkdir(target.path, { recursive: true, mode: 0o755 });
+    }
+    const up = createUpload(realRoot, await realpath(target.path), {
+      maxBytes: ctx.config.maxUploadBytes,
+      maxEntries: MAX_UPLOAD_ENTRIES,
+    });
+    const current: Transfer = { id: req.id, upload: up, abort: (reason) => up.abort(new Error(reason)) };
+    transfer = current;
+    // A refused entry answers at once; the rest of the archive is discarded as it arrives.
+    up.extract.on('error', () => void fail(current, up.failure ?? new OpError('io_error', 'the archive is not a valid tar stream')));
+    reply(req.id, { ready: true });
+  }
+
+  async function fail(t: Transfer, err: unknown): Promise<void> {
+    if (transfer !== t) return;
+    transfer = undefined;
+    failedUploadId = t.id;
+    channel.resume();
+    await t.abort('upload failed');
+    ctx.log.warn('upload refused', { error: toErrorBody(err, ctx.log) });
+    replyError(t.id, err);
+  }
+
+  async function endUpload(req: Request): Promise<void> {
+    const t = transfer;
+    if (!t?.upload || t.id !== req.id) {
+      if (req.id === failedUploadId) return; // already answered with its error
+      throw new OpError('bad_params', `no upload ${req.id} is in progress`);
+    }
+    try {
+      const result = await t.upload.commit();
+      transfer = undefined;
+      reply(req.id, result);
+      ctx.log.info('upload done', { ...result });
+    } catch (err) {
+      await fail(t, err);
+    }
+  }
+
+  async function serve(req: Request): Promise<void> {
+    try {
+      if (req.op === 'end') return await endUpload(req);
+      if (transfer) throw new OpError('busy', `transfer ${transfer.id} is in progress; one at a time per stream`);
+      switch (req.op) {
+        case 'list': {
+          const p = paramsOf(listParams, req);
+          return reply(req.id, await listEntries(root, p.path, p.limit));
+        }
+        case 'stat':
+          return reply(req.id, await statEntry(root, paramsOf(pathParams, req).path));
+        case 'download':
+          return await download(req);
+        case 'upload':
+          return await upload(req);
+        default:
+          throw new OpError('unknown_op', `unknown op ${req.op}; known: list, stat, download, upload, end`);
+      }
+    } catch (err) {
+      replyError(req.id, err);
+    }
+  }
+
+  channel.on('text', (text) => {
+    const req = parseRequest(channel, text);
+    if (req) void serve(req);
+  });
+
+  channel.on('binary', (data) => {
+    const up = transfer?.upload;
+    if (!up) return; // the tail of a refused upload
+    if (!up.input.write(data)) {
+      channel.pause();
+      up.extract.once('drain', () => channel.resume());
+    }
+  });
+
+  let stopping: Promise<void> | undefined;
+  const handler: Handler = {
+    stop: (reason) =>
+      (stopping ??= (async () => {
+        const t = transfer;
+        transfer = undefined;
+        if (t) {
+          ctx.log.info('aborting transfer', { id: t.id, reason });
+          await t.abort(reason);
+        }
+        channel.close(1000, 'file transfer ended');
+      })()),
+  };
+  channel.on('close', () => void handler.stop('stream closed'));
+  return handler;
+};

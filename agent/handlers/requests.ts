@@ -1,0 +1,69 @@
+/**
+ * @module Request/response plumbing shared by the diagnostics and file-transfer handlers:
+ * parse `{id, op, params}`, validate params with zod, answer `{id, ok, result|error}`.
+ */
+import { z } from 'zod';
+import type { Logger } from '../../shared/log';
+import { request, type Request } from '../../shared/stream';
+import type { Channel } from '../channel';
+import { ConfineError } from '../files/confine';
+
+/** An error a handler answers with: a code from the contract and a message for people. */
+export class OpError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Parses a request's params or throws `bad_params` naming every problem. */
+export function paramsOf<S extends z.ZodType>(schema: S, req: Request): z.output<S> {
+  const parsed = schema.safeParse(req.params ?? {});
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((i) => `${['params', ...i.path].join('.')}: ${i.message}`);
+  throw new OpError('bad_params', problems.join('; '));
+}
+
+/** Maps anything thrown by an operation to an error code and a message safe to show. */
+export function toErrorBody(err: unknown, log: Logger): { code: string; message: string } {
+  if (err instanceof OpError || err instanceof ConfineError) return { code: err.code, message: err.message };
+  const e = err as NodeJS.ErrnoException;
+  switch (e.code) {
+    case 'ENOENT':
+      return { code: 'not_found', message: 'no such file or directory' };
+    case 'ENOTDIR':
+      return { code: 'not_a_directory', message: 'a path component is not a directory' };
+    case 'EEXIST':
+      return { code: 'exists', message: 'it exists already' };
+    case 'ELOOP':
+      return { code: 'path_outside_root', message: 'refusing to follow a symbolic link' };
+    case 'EACCES':
+    case 'EPERM':
+      return { code: 'io_error', message: 'permission denied' };
+    case 'ENOSPC':
+      return { code: 'io_error', message: 'no space left on the device' };
+    default:
+      log.warn('operation failed', { err: e.message, code: e.code });
+      return { code: 'io_error', message: e.code ? `I/O error (${e.code})` : 'I/O error' };
+  }
+}
+
+/** Parses one text frame as a request; answers `bad_params` itself when it is not one. */
+export function parseRequest(channel: Channel, text: string): Request | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    channel.sendJson({ id: null, ok: false, error: { code: 'bad_params', message: 'frame is not JSON' } });
+    return undefined;
+  }
+  const parsed = request.safeParse(raw);
+  if (!parsed.success) {
+    const id = typeof (raw as { id?: unknown })?.id === 'number' ? (raw as { id: number }).id : null;
+    channel.sendJson({ id, ok: false, error: { code: 'bad_params', message: 'expected {"id": N, "op": "...", "params": {...}}' } });
+    return undefined;
+  }
+  return parsed.data;
+}

@@ -1,0 +1,253 @@
+/**
+ * @module Session streams (CONTRACT 4.3): admits a client to a session's stream, asks the device
+ * to dial a data WebSocket for it, splices the two, counts the bytes, and ends both sides with
+ * the contract's close codes when the session closes or expires.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocket, WebSocketServer } from 'ws';
+import { randomBase32 } from '../shared/ids';
+import type { Logger } from '../shared/log';
+import { AGENT_HEADERS, type BrokerToAgentMessage, type CloseReason } from '../shared/protocol';
+import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, type StreamAccess, type StreamGrant } from '../shared/stream';
+import { AGENT_SUBPROTOCOL } from '../shared/version';
+import { rejectUpgrade } from './reject';
+import { closeOnce, sendableCode, splice, type Splice } from './splice';
+
+/** Frames of a data stream; tar chunks and terminal bytes are far smaller. */
+export const STREAM_MAX_PAYLOAD = 1024 * 1024;
+/** Per direction, bytes accepted but not yet written before the source is paused. */
+export const SPLICE_HIGH_WATER = 1024 * 1024;
+export const SPLICE_LOW_WATER = 256 * 1024;
+const FLUSH_INTERVAL_MS = 1000;
+const AGENT_RETRY_MS = 250;
+
+export interface ByteCounts {
+  toDevice: number;
+  fromDevice: number;
+}
+
+export interface StreamDeps {
+  log: Logger;
+  /** Decides whether these credentials may connect to the session's stream. */
+  authorize(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess;
+  authenticateAgent(deviceId: string, token: string): boolean;
+  sendToAgent(deviceId: string, msg: BrokerToAgentMessage): boolean;
+  /** Adds byte counts to session records; called at least every second and when a stream ends. */
+  recordBytes(counts: Map<string, ByteCounts>): void;
+  /** Every forwarded frame, for the metrics. */
+  onBytes(direction: 'to_device' | 'from_device', bytes: number): void;
+  joinTimeoutMs?: number;
+}
+
+interface Stream {
+  streamId: string;
+  grant: StreamGrant;
+  client: WebSocket;
+  agent?: WebSocket;
+  splice?: Splice;
+  joinTimer?: NodeJS.Timeout;
+  retryTimer?: NodeJS.Timeout;
+}
+
+const BEARER = /^Bearer (\S+)$/i;
+
+/** The client close code for a session that ended for `reason`. */
+export function closeCodeFor(reason: CloseReason): number {
+  if (reason === 'expired') return STREAM_CLOSE.sessionExpired;
+  if (reason === 'server_shutdown') return STREAM_CLOSE.serverShutdown;
+  return STREAM_CLOSE.sessionClosed;
+}
+
+export function createStreams(deps: StreamDeps) {
+  const { log } = deps;
+  const joinTimeoutMs = deps.joinTimeoutMs ?? DEVICE_JOIN_TIMEOUT_MS;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: STREAM_MAX_PAYLOAD, perMessageDeflate: false });
+  const agentWss = new WebSocketServer({
+    noServer: true,
+    maxPayload: STREAM_MAX_PAYLOAD,
+    perMessageDeflate: false,
+    handleProtocols: (offered) => (offered.has(AGENT_SUBPROTOCOL) ? AGENT_SUBPROTOCOL : false),
+  });
+  const bySession = new Map<string, Stream>();
+  const byStreamId = new Map<string, Stream>();
+  const unflushed = new Map<string, ByteCounts>();
+  const flusher = setInterval(flushAll, FLUSH_INTERVAL_MS);
+  flusher.unref();
+
+  function count(sessionId: string, key: keyof ByteCounts, n: number): void {
+    let c = unflushed.get(sessionId);
+    if (!c) unflushed.set(sessionId, (c = { toDevice: 0, fromDevice: 0 }));
+    c[key] += n;
+  }
+
+  function flushAll(): void {
+    if (unflushed.size === 0) return;
+    const batch = new Map(unflushed);
+    unflushed.clear();
+    try {
+      deps.recordBytes(batch);
+    } catch (err) {
+      log.error('could not record stream byte counts', { err });
+    }
+  }
+
+  function flushSession(sessionId: string): void {
+    const c = unflushed.get(sessionId);
+    if (!c) return;
+    unflushed.delete(sessionId);
+    deps.recordBytes(new Map([[sessionId, c]]));
+  }
+
+  /** Forgets a stream; its byte counts are written at once. */
+  function release(stream: Stream): void {
+    clearTimeout(stream.joinTimer);
+    clearTimeout(stream.retryTimer);
+    if (bySession.get(stream.grant.sessionId) === stream) bySession.delete(stream.grant.sessionId);
+    byStreamId.delete(stream.streamId);
+    flushSession(stream.grant.sessionId);
+  }
+
+  function askAgent(stream: Stream): void {
+    const { grant } = stream;
+    const sent = deps.sendToAgent(grant.deviceId, {
+      type: 'stream.open',
+      session_id: grant.sessionId,
+      stream_id: stream.streamId,
+      protocol: grant.protocol,
+      expires_at: grant.expiresAt,
+    });
+    // An agent that is reconnecting right now may still make it within the join timeout.
+    if (!sent) stream.retryTimer = setTimeout(() => askAgent(stream), AGENT_RETRY_MS);
+  }
+
+  function admitClient(ws: WebSocket, grant: StreamGrant): void {
+    if (bySession.has(grant.sessionId)) {
+      closeOnce(ws, STREAM_CLOSE.busy, 'another client is connected to this session');
+      return;
+    }
+    ws.pause(); // hold the client's frames until the device joins
+    const stream: Stream = { streamId: randomBase32(26), grant, client: ws };
+    bySession.set(grant.sessionId, stream);
+    byStreamId.set(stream.streamId, stream);
+    const slog = log.child({ session_id: grant.sessionId, stream_id: stream.streamId });
+    slog.info('client connected to stream', { protocol: grant.protocol });
+    ws.on('error', (err) => slog.warn('client stream error', { err: err.message }));
+    ws.once('close', function onClientCloseBeforeJoin() {
+      if (!stream.splice) {
+        slog.info('client left before the device joined');
+        release(stream);
+      }
+    });
+    stream.joinTimer = setTimeout(function onJoinTimeout() {
+      slog.warn('device did not join the stream in time', { timeout_ms: joinTimeoutMs });
+      release(stream);
+      closeOnce(ws, STREAM_CLOSE.deviceTimeout, 'the device did not join in time');
+    }, joinTimeoutMs);
+    askAgent(stream);
+  }
+
+  function joinAgent(ws: WebSocket, stream: Stream): void {
+    clearTimeout(stream.joinTimer);
+    clearTimeout(stream.retryTimer);
+    stream.agent = ws;
+    const { sessionId } = stream.grant;
+    const slog = log.child({ session_id: sessionId, stream_id: stream.streamId });
+    ws.on('error', (err) => slog.warn('device stream error', { err: err.message }));
+    stream.splice = splice(stream.client, ws, {
+      highWaterMark: SPLICE_HIGH_WATER,
+      lowWaterMark: SPLICE_LOW_WATER,
+      onBytes(direction, bytes) {
+        if (direction === 'aToB') {
+          count(sessionId, 'toDevice', bytes);
+          deps.onBytes('to_device', bytes);
+        } else {
+          count(sessionId, 'fromDevice', bytes);
+          deps.onBytes('from_device', bytes);
+        }
+      },
+      onEnd(side, code, reason) {
+        release(stream);
+        slog.info('stream ended', { closed_by: side === 'a' ? 'client' : 'device', code, reason });
+        return side === 'a'
+          ? { code: STREAM_CLOSE.normal, reason: 'client disconnected' }
+          : { code: sendableCode(code, STREAM_CLOSE.internalError), reason: code === 1006 ? 'device connection lost' : reason };
+      },
+    });
+    slog.info('device joined the stream');
+  }
+
+  return {
+    /** A client's upgrade to `/v1/remote-access/sessions/{id}/stream`. */
+    handleClientUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, sessionId: string): void {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const ticket = url.searchParams.get('ticket') ?? undefined;
+      const bearer = BEARER.exec(req.headers.authorization ?? '')?.[1];
+      const access = deps.authorize(sessionId, { ticket, bearer });
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        if (!access.ok) closeOnce(ws, access.code, access.reason);
+        else admitClient(ws, access.grant);
+      });
+    },
+
+    /** A device's data WebSocket for a stream it was asked to serve. */
+    handleAgentUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+      const deviceId = req.headers[AGENT_HEADERS.deviceId];
+      const token = BEARER.exec(req.headers.authorization ?? '')?.[1];
+      if (typeof deviceId !== 'string' || !token || !deps.authenticateAgent(deviceId, token)) {
+        rejectUpgrade(socket, 401, 'unauthorized', 'unknown device or wrong agent token');
+        return;
+      }
+      const streamId = req.headers[AGENT_HEADERS.streamId];
+      const stream = typeof streamId === 'string' ? byStreamId.get(streamId) : undefined;
+      if (!stream || stream.grant.deviceId !== deviceId || stream.agent) {
+        rejectUpgrade(socket, 404, 'not_found', 'no stream is waiting for this device with that id');
+        return;
+      }
+      agentWss.handleUpgrade(req, socket, head, (ws) => joinAgent(ws, stream));
+    },
+
+    /** The agent will not serve a stream: the client learns why. */
+    refused(deviceId: string, streamId: string, message: string): void {
+      const stream = byStreamId.get(streamId);
+      if (!stream || stream.grant.deviceId !== deviceId || stream.agent) return;
+      release(stream);
+      closeOnce(stream.client, STREAM_CLOSE.internalError, `device refused: ${message}`);
+    },
+
+    /** The session closed or expired: both sides close with its code, counts are written. */
+    endSession(sessionId: string, reason: CloseReason): void {
+      const stream = bySession.get(sessionId);
+      if (!stream) return;
+      const code = closeCodeFor(reason);
+      const text = reason === 'expired' ? 'session expired' : reason === 'server_shutdown' ? 'server shutting down' : 'session closed';
+      release(stream);
+      if (stream.splice) stream.splice.end(code, text, code, text);
+      else closeOnce(stream.client, code, text);
+    },
+
+    /** Open streams (for metrics and tests). */
+    get size(): number {
+      return bySession.size;
+    },
+
+    /** Closes every stream (1001) and writes the last counts. */
+    async close(): Promise<void> {
+      clearInterval(flusher);
+      for (const stream of [...bySession.values()]) {
+        release(stream);
+        if (stream.splice) stream.splice.end(1001, 'server shutting down', 1001, 'server shutting down');
+        else closeOnce(stream.client, 1001, 'server shutting down');
+      }
+      flushAll();
+      const sockets = [...wss.clients, ...agentWss.clients];
+      await Promise.race([
+        Promise.all(sockets.map((ws) => new Promise<void>((r) => (ws.readyState === WebSocket.CLOSED ? r() : ws.once('close', () => r()))))),
+        new Promise<void>((r) => setTimeout(r, 2000).unref()),
+      ]);
+      for (const ws of sockets) ws.terminate();
+      await Promise.all([new Promise<void>((r) => wss.close(() => r())), new Promise<void>((r) => agentWss.close(() => r()))]);
+    },
+  };
+}
+export type Streams = ReturnType<typeof createStreams>;

@@ -21,6 +21,8 @@ export interface ServerOptions {
   log?: Logger;
   /** Where the start-up lines go (stdout by default). */
   print?: (line: string) => void;
+  /** How long a stream waits for its device (the contract's 10 s unless a test shortens it). */
+  joinTimeoutMs?: number;
 }
 
 export interface RunningServer {
@@ -74,6 +76,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     },
     authorizeStream: api.authorizeStream,
     recordBytes: api.recordBytes,
+    joinTimeoutMs: options.joinTimeoutMs,
   });
 
   let server: Server | undefined;

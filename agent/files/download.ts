@@ -28,8 +28,10 @@ export async function streamDownload(realRoot: string, real: string, out: Writab
 
   function addEntry(header: TarHeader, source?: NodeJS.ReadableStream): Promise<void> {
     return new Promise((resolveEntry, reject) => {
-      const entry = pack.entry(header, (err) => (err ? reject(err) : resolveEntry()));
-      if (!source) return;
+      const done = (err?: Error | null) => (err ? reject(err) : resolveEntry());
+      // Entries without content (directories, links, empty files) are written whole at once.
+      if (!source) return void pack.entry(header, Buffer.alloc(0), done);
+      const entry = pack.entry(header, done);
       source.on('error', (err) => {
         entry.destroy(err);
         reject(err);

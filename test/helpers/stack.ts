@@ -18,6 +18,7 @@ export interface StackOptions {
   heartbeatMs?: number;
   now?: () => number;
   port?: number;
+  joinTimeoutMs?: number;
 }
 
 export interface Stack {
@@ -36,7 +37,7 @@ export interface Stack {
   /** Starts a real agent process for a registered device. */
   startAgent(deviceId: string, agentToken: string, env?: Record<string, string>): Proc;
   /** Registers a device, starts its agent and waits until it is online. */
-  onlineDevice(deviceId: string): Promise<{ token: string; agent: Proc }>;
+  onlineDevice(deviceId: string, env?: Record<string, string>): Promise<{ token: string; agent: Proc }>;
   agentStatus(deviceId: string): Promise<string>;
   waitForStatus(deviceId: string, status: 'online' | 'offline', timeoutMs?: number): Promise<void>;
   /** Creates a user with a role and returns a token for it. */
@@ -71,6 +72,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   );
   const server = await startServer(config, {
     now: options.now,
+    joinTimeoutMs: options.joinTimeoutMs,
     log: createLogger({ level: 'debug', write: (line) => logs.push(line) }),
     print: () => {},
   });
@@ -101,9 +103,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       agents.push(agent);
       return agent;
     },
-    async onlineDevice(deviceId) {
+    async onlineDevice(deviceId, env = {}) {
       const token = await stack.addDevice(deviceId);
-      const agent = stack.startAgent(deviceId, token);
+      const agent = stack.startAgent(deviceId, token, env);
       await stack.waitForStatus(deviceId, 'online');
       return { token, agent };
     },

@@ -1,0 +1,72 @@
+/**
+ * @module The shell's exit marker. Linux may drop the last kilobytes a PTY holds once its slave
+ * side closes (microsoft/node-pty#72, #726), so the shell does not run alone: a wrapper runs it,
+ * then prints `ESC ] tether-exit;<nonce>;<code> BEL` and keeps the terminal open. Everything the
+ * shell wrote precedes the marker in the stream, so once the marker is read, all output has
+ * been; the agent then sends the exit code and ends the wrapper. The nonce is random per shell,
+ * so output that merely looks like a marker cannot end a session.
+ */
+
+const PREFIX = '\x1b]tether-exit;';
+const BEL = 0x07;
+const MAX_MARKER = PREFIX.length + 64;
+
+/** The wrapper script: `$0` is the login shell, `TETHER_EXIT_NONCE` the nonce. */
+export const WRAPPER_SCRIPT =
+  '"$0" -l; c=$?; printf \'\\033]tether-exit;%s;%d\\007\' "$TETHER_EXIT_NONCE" "$c"; exec sleep 3600';
+
+export interface ScanResult {
+  /** Output to forward (the marker and anything after it removed). */
+  output: Buffer;
+  /** The shell's exit code, once the marker was seen. */
+  exitCode?: number;
+}
+
+/** Finds the marker in a byte stream split into arbitrary chunks. */
+export class ExitMarkerScanner {
+  #held = Buffer.alloc(0);
+  #marker: Buffer;
+  #done = false;
+
+  constructor(nonce: string) {
+    this.#marker = Buffer.from(`${PREFIX}${nonce};`);
+  }
+
+  push(chunk: Buffer): ScanResult {
+    if (this.#done) return { output: Buffer.alloc(0) };
+    const data = this.#held.length ? Buffer.concat([this.#held, chunk]) : chunk;
+    this.#held = Buffer.alloc(0);
+    const at = data.indexOf(this.#marker);
+    if (at >= 0) {
+      const end = data.indexOf(BEL, at + this.#marker.length);
+      if (end >= 0) {
+        const code = Number(data.subarray(at + this.#marker.length, end).toString('latin1'));
+        this.#done = true;
+        return { output: data.subarray(0, at), exitCode: Number.isInteger(code) ? code : 1 };
+      }
+      if (data.length - at <= MAX_MARKER) {
+        this.#held = Buffer.from(data.subarray(at));
+        return { output: data.subarray(0, at) };
+      }
+    }
+    // Hold back a tail that could be the start of a marker split across chunks.
+    const keep = this.#partialPrefixLength(data);
+    this.#held = Buffer.from(data.subarray(data.length - keep));
+    return { output: data.subarray(0, data.length - keep) };
+  }
+
+  /** Anything held back when the stream ends without a marker. */
+  flush(): Buffer {
+    const rest = this.#held;
+    this.#held = Buffer.alloc(0);
+    return rest;
+  }
+
+  #partialPrefixLength(data: Buffer): number {
+    const max = Math.min(this.#marker.length - 1, data.length);
+    for (let n = max; n > 0; n--) {
+      if (data.subarray(data.length - n).equals(this.#marker.subarray(0, n))) return n;
+    }
+    return 0;
+  }
+}

@@ -1,4 +1,5 @@
 /** The shell protocol end to end: a real agent process, a real PTY, through the broker. */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processExists } from '../../agent/handlers/process-session';
 import { startStack, type Stack } from '../helpers/stack';
@@ -6,10 +7,16 @@ import { connectStream, type StreamClient } from '../helpers/stream';
 import { waitFor } from '../helpers/wait';
 
 let stack: Stack;
+let agentPid: number;
 beforeAll(async () => {
   stack = await startStack({ joinTimeoutMs: 1500 });
-  await stack.onlineDevice('sh-1');
+  agentPid = (await stack.onlineDevice('sh-1')).agent.pid;
 });
+
+/** Resident memory of a process, in bytes (Linux). */
+function rss(pid: number): number {
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+}
 afterAll(() => stack.stop());
 
 async function openShell(deviceId = 'sh-1') {
@@ -70,6 +77,27 @@ describe('shell', () => {
     again.send(Buffer.from('echo second-$((1+1))\n'));
     await again.waitForOutput(/second-2/);
     await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+  });
+
+  it('a client that stops reading pauses the PTY: the agent\'s memory stays flat under endless output', async () => {
+    const s = await openShell();
+    const client = connectStream(s.websocket_url);
+    await client.opened;
+    await shellPid(client);
+    const before = rss(agentPid);
+    client.ws.pause(); // never read again
+    client.send(Buffer.from('yes flow-control-test-line\n'));
+    // `yes` writes hundreds of MB/s; watch the agent for two seconds of it.
+    let peak = 0;
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      peak = Math.max(peak, rss(agentPid));
+    }
+    expect(peak - before).toBeLessThan(40 * 1024 * 1024);
+    client.ws.resume();
+    await client.waitForOutput(/flow-control-test-line/);
+    await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+    expect((await client.closed).code).toBe(4000);
   });
 
   it('closing the session ends the shell process within 5 s and closes the stream with 4000', async () => {

@@ -3,6 +3,9 @@
  * runs the chosen command, and maps failures to exit codes (1 failure, 2 usage).
  */
 import { Command, CommanderError } from 'commander';
+import { createContext } from '../cli/context';
+import { CliError } from '../cli/errors';
+import { registerClientCommands } from '../cli/index';
 import { TETHER_VERSION } from '../shared/version';
 import { addAgentOptions, agentFlagsOf } from './agent-options';
 import { runAgent } from './run-agent';
@@ -56,11 +59,18 @@ addAgentOptions(program.command('agent').description('run the device agent')).ac
   },
 );
 
-program.parseAsync(process.argv).catch((err: unknown) => {
-  if (err instanceof CommanderError) {
-    // --help and --version end here with code 0; usage mistakes with 1 from commander.
-    process.exit(err.exitCode === 0 ? 0 : 2);
-  }
-  process.stderr.write(`tether: ${(err as Error).message}\n`);
-  process.exit(err instanceof UsageError ? 2 : 1);
-});
+let exitCode = 0;
+registerClientCommands(program, () => createContext(), (code) => (exitCode = code));
+
+program.parseAsync(process.argv).then(
+  () => process.exit(exitCode),
+  (err: unknown) => {
+    if (err instanceof CommanderError) {
+      // --help and --version end here with code 0; usage mistakes with 1 from commander.
+      process.exit(err.exitCode === 0 ? 0 : 2);
+    }
+    process.stderr.write(`tether: ${(err as Error).message}\n`);
+    const usage = err instanceof UsageError || (err instanceof CliError && err.exitCode === 2);
+    process.exit(usage ? 2 : 1);
+  },
+);

@@ -1,13 +1,13 @@
 /**
- * Keeps the codebase honest (STYLE.md): agent/, broker/ and api/ import only shared/ and
- * packages, never each other; shared/ imports none of them.
+ * Keeps the codebase honest (STYLE.md): agent/, broker/, api/ and the client cli/ import only
+ * shared/ and packages, never each other; shared/ imports none of them.
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(__dirname, '..');
-const ROLES = ['agent', 'broker', 'api', 'shared'] as const;
+const ROLES = ['agent', 'broker', 'api', 'cli', 'shared'] as const;
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -4,19 +4,20 @@
  */
 import { realpath } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
-import { ConfineError, isInside, openConfined } from '../files/confine';
+import { isInside, openConfined } from '../../shared/fs-confine';
+import { TransferError } from '../../shared/transfer-error';
 
 export const MAX_TAIL_LINES = 10_000;
 const CHUNK = 64 * 1024;
 const MAX_READ = 16 * 1024 * 1024;
 
 export async function logTail(logDirs: readonly string[], path: string, lines: number) {
-  if (!isAbsolute(path)) throw new ConfineError('bad_params', 'params.path must be an absolute path');
+  if (!isAbsolute(path)) throw new TransferError('bad_params', 'params.path must be an absolute path');
   let real: string;
   try {
     real = await realpath(path);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ConfineError('not_found', `no such file: ${path}`);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new TransferError('not_found', `no such file: ${path}`);
     throw err;
   }
   let root: string | undefined;
@@ -28,7 +29,7 @@ export async function logTail(logDirs: readonly string[], path: string, lines: n
       // a configured log dir that does not exist
     }
   }
-  if (!root) throw new ConfineError('path_outside_root', `${path} is not inside the log dirs (${logDirs.join(', ')})`);
+  if (!root) throw new TransferError('path_outside_root', `${path} is not inside the log dirs (${logDirs.join(', ')})`);
 
   const handle = await openConfined(root, real, path);
   try {

@@ -3,7 +3,7 @@ import type { Stats } from 'node:fs';
 import { lstat, opendir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { OpError } from '../handlers/requests';
-import { resolveConfined } from './confine';
+import { resolveConfined } from '../../shared/fs-confine';
 
 export interface Entry {
   name: string;

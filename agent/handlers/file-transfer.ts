@@ -5,10 +5,10 @@
 import { lstat, mkdir, realpath } from 'node:fs/promises';
 import { z } from 'zod';
 import type { Request } from '../../shared/stream';
-import { resolveConfined } from '../files/confine';
-import { streamDownload } from '../files/download';
+import { resolveConfined } from '../../shared/fs-confine';
+import { packTree } from '../../shared/tar-pack';
 import { existing, listEntries, statEntry } from '../files/entries';
-import { createUpload, type Upload } from '../files/upload';
+import { createExtraction, type Extraction } from '../../shared/tar-extract';
 import { OpError, paramsOf, parseRequest, toErrorBody } from './requests';
 import type { Handler, HandlerFactory } from './types';
 
@@ -21,7 +21,7 @@ export const MAX_UPLOAD_ENTRIES = 100_000;
 interface Transfer {
   id: number;
   abort(reason: string): Promise<void>;
-  upload?: Upload;
+  upload?: Extraction;
 }
 
 export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
@@ -41,7 +41,7 @@ export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
     transfer = { id: req.id, abort: async () => controller.abort() };
     reply(req.id, { format: 'tar' });
     try {
-      const result = await streamDownload(realRoot, real, channel.binaryWritable(), controller.signal);
+      const result = await packTree(realRoot, real, channel.binaryWritable(), { signal: controller.signal });
       channel.sendJson({ id: req.id, done: true, bytes: result.bytes, files: result.files });
       ctx.log.info('download done', { path, ...result });
     } finally {
@@ -58,9 +58,10 @@ export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
     } else {
       await mkdir(target.path, { recursive: true, mode: 0o755 });
     }
-    const up = createUpload(realRoot, await realpath(target.path), {
+    const up = createExtraction(realRoot, await realpath(target.path), {
       maxBytes: ctx.config.maxUploadBytes,
       maxEntries: MAX_UPLOAD_ENTRIES,
+      limitHolder: "this device's",
     });
     const current: Transfer = { id: req.id, upload: up, abort: (reason) => up.abort(new Error(reason)) };
     transfer = current;

@@ -6,29 +6,22 @@ import { z } from 'zod';
 import type { Logger } from '../../shared/log';
 import { request, type Request } from '../../shared/stream';
 import type { Channel } from '../channel';
-import { ConfineError } from '../files/confine';
+import { TransferError } from '../../shared/transfer-error';
 
 /** An error a handler answers with: a code from the contract and a message for people. */
-export class OpError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { TransferError as OpError };
 
 /** Parses a request's params or throws `bad_params` naming every problem. */
 export function paramsOf<S extends z.ZodType>(schema: S, req: Request): z.output<S> {
   const parsed = schema.safeParse(req.params ?? {});
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((i) => `${['params', ...i.path].join('.')}: ${i.message}`);
-  throw new OpError('bad_params', problems.join('; '));
+  throw new TransferError('bad_params', problems.join('; '));
 }
 
 /** Maps anything thrown by an operation to an error code and a message safe to show. */
 export function toErrorBody(err: unknown, log: Logger): { code: string; message: string } {
-  if (err instanceof OpError || err instanceof ConfineError) return { code: err.code, message: err.message };
+  if (err instanceof TransferError) return { code: err.code, message: err.message };
   const e = err as NodeJS.ErrnoException;
   switch (e.code) {
     case 'ENOENT':

@@ -7,15 +7,8 @@
 import { constants } from 'node:fs';
 import { open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { TransferError } from './transfer-error';
 
-export class ConfineError extends Error {
-  constructor(
-    readonly code: 'path_outside_root' | 'not_found' | 'bad_params',
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** True when `path` is `root` itself or below it (both canonical). */
 export function isInside(root: string, path: string): boolean {
@@ -25,27 +18,27 @@ export function isInside(root: string, path: string): boolean {
 
 /**
  * The canonical absolute path of `requested` (relative to `root`; a leading `/` means the root)
- * as far as it exists, plus the part that does not exist yet. Throws ConfineError when it
+ * as far as it exists, plus the part that does not exist yet. Throws TransferError when it
  * leads outside the root.
  */
 export async function resolveConfined(root: string, requested: string): Promise<{ path: string; missing: string[] }> {
-  if (requested.includes('\0')) throw new ConfineError('bad_params', 'path contains a NUL byte');
+  if (requested.includes('\0')) throw new TransferError('bad_params', 'path contains a NUL byte');
   const realRoot = await realpath(root);
   const lexical = resolve(realRoot, `.${sep}${requested}`);
-  if (!isInside(realRoot, lexical)) throw new ConfineError('path_outside_root', `${requested} is outside the files root`);
+  if (!isInside(realRoot, lexical)) throw new TransferError('path_outside_root', `${requested} is outside the files root`);
   // Walk up to the deepest existing ancestor and canonicalise it (following symlinks).
   const missing: string[] = [];
   let existing = lexical;
   for (;;) {
     try {
       const real = await realpath(existing);
-      if (!isInside(realRoot, real)) throw new ConfineError('path_outside_root', `${requested} leads outside the files root`);
+      if (!isInside(realRoot, real)) throw new TransferError('path_outside_root', `${requested} leads outside the files root`);
       return { path: missing.length ? join(real, ...missing.slice().reverse()) : real, missing: missing.slice().reverse() };
     } catch (err) {
-      if (err instanceof ConfineError) throw err;
+      if (err instanceof TransferError) throw err;
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
-      if (existing === realRoot) throw new ConfineError('not_found', 'the files root does not exist');
+      if (existing === realRoot) throw new TransferError('not_found', 'the files root does not exist');
       missing.push(existing.slice(existing.lastIndexOf(sep) + 1));
       existing = resolve(existing, '..');
     }
@@ -60,7 +53,7 @@ export async function assertOpenedInside(handle: FileHandle, realRoot: string, s
   } catch {
     return; // no /proc: O_NOFOLLOW on a canonical path is what we have
   }
-  if (!isInside(realRoot, actual)) throw new ConfineError('path_outside_root', `${shown} leads outside the files root`);
+  if (!isInside(realRoot, actual)) throw new TransferError('path_outside_root', `${shown} leads outside the files root`);
 }
 
 /** Opens an existing file inside the root for reading, refusing symlinks at the last step. */

@@ -1,6 +1,6 @@
 /**
- * @module `download`: a file or directory tree as one tar stream, names relative to the path's
- * parent. Files are opened with O_NOFOLLOW and checked after opening, streamed in 256 KiB
+ * @module A file or directory tree as one tar stream (the agent's `download`, the client's
+ * upload), names relative to the path's parent. Files are opened with O_NOFOLLOW and checked after opening, streamed in 256 KiB
  * chunks with backpressure all the way to the socket; symbolic links that lead out of the files
  * root are left out.
  */
@@ -9,22 +9,34 @@ import { lstat, open, opendir, readlink, realpath } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { Writable } from 'node:stream';
 import * as tar from 'tar-stream';
-import { assertOpenedInside, isInside } from './confine';
+import { assertOpenedInside, isInside } from './fs-confine';
 
 type TarHeader = Partial<tar.Header> & Pick<tar.Header, 'name'>;
 
 export const READ_CHUNK = 256 * 1024;
 
-export interface DownloadResult {
+export interface PackResult {
   files: number;
   bytes: number;
 }
 
+export interface PackOptions {
+  signal: AbortSignal;
+  /** The name of the top entry in the archive (default: the path's own name). */
+  topName?: string;
+  /** File content read so far, for progress. */
+  onBytes?: (bytes: number) => void;
+  /** An entry left out (a link leading outside the root, a socket or device file). */
+  onSkip?: (name: string, why: string) => void;
+}
+
 /** Writes the tar of `real` (canonical, inside `realRoot`) to `out`; aborts on `signal`. */
-export async function streamDownload(realRoot: string, real: string, out: Writable, signal: AbortSignal): Promise<DownloadResult> {
+export async function packTree(realRoot: string, real: string, out: Writable, options: PackOptions): Promise<PackResult> {
+  const { signal } = options;
   const pack = tar.pack();
   const base = dirname(real);
-  const result: DownloadResult = { files: 0, bytes: 0 };
+  const result: PackResult = { files: 0, bytes: 0 };
+  const topName = options.topName;
 
   function addEntry(header: TarHeader, source?: NodeJS.ReadableStream): Promise<void> {
     return new Promise((resolveEntry, reject) => {
@@ -36,6 +48,7 @@ export async function streamDownload(realRoot: string, real: string, out: Writab
         entry.destroy(err);
         reject(err);
       });
+      if (options.onBytes) source.on('data', (chunk: Buffer) => options.onBytes!(chunk.length));
       source.pipe(entry as unknown as NodeJS.WritableStream);
     });
   }
@@ -63,13 +76,17 @@ export async function streamDownload(realRoot: string, real: string, out: Writab
 
   async function walk(path: string): Promise<void> {
     if (signal.aborted) throw new Error('download aborted');
-    const name = relative(base, path).split(sep).join('/');
+    const relativeName = relative(base, path).split(sep);
+    if (topName !== undefined) relativeName[0] = topName;
+    const name = relativeName.join('/');
     const stats = await lstat(path);
     if (stats.isSymbolicLink()) {
       const target = await readlink(path);
       const resolved = await realpath(resolve(dirname(path), target)).catch(() => undefined);
       if (resolved && isInside(realRoot, resolved)) {
         await addEntry({ name, type: 'symlink', linkname: target, mode: 0o777, mtime: stats.mtime });
+      } else {
+        options.onSkip?.(name, `symbolic link to ${target} leads outside`);
       }
     } else if (stats.isDirectory()) {
       await addEntry({ name: `${name}/`, type: 'directory', mode: stats.mode & 0o777, mtime: stats.mtime });
@@ -79,6 +96,8 @@ export async function streamDownload(realRoot: string, real: string, out: Writab
       for (const child of children) await walk(join(path, child));
     } else if (stats.isFile()) {
       await addFile(path, name);
+    } else {
+      options.onSkip?.(name, 'not a regular file, directory or link');
     }
   }
 

@@ -1,6 +1,6 @@
 /**
- * @module `upload`: one tar stream extracted into a directory inside the files root, fully
- * streaming. Every entry is checked before anything is written (no absolute names, no `..`, no
+ * @module Safe tar extraction, for the agent's `upload` and the client's download: one tar
+ * stream extracted into a directory inside a root, fully streaming. Every entry is checked before anything is written (no absolute names, no `..`, no
  * links leading out, no hard links or device files, caps on size and count); files go to
  * temporary files beside their destination, are fsynced, and are renamed into place only once
  * the whole archive has arrived. A failure or a cut connection removes every temporary file and
@@ -9,25 +9,30 @@
 import { randomBytes } from 'node:crypto';
 import { constants, createWriteStream } from 'node:fs';
 import { chmod, lstat, mkdir, open, realpath, rename, rmdir, symlink, unlink, utimes } from 'node:fs/promises';
-import { dirname, isAbsolute, join, posix } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar-stream';
-import { OpError } from '../handlers/requests';
-import { assertOpenedInside, isInside } from './confine';
+import { assertOpenedInside, isInside } from './fs-confine';
+import { checkEntryName } from './tar-names';
+import { TransferError } from './transfer-error';
 
-export interface UploadLimits {
+export interface ExtractOptions {
   /** Sum of file sizes; 0 = unlimited. */
   maxBytes: number;
   maxEntries: number;
+  /** Maps an entry's safe segments to where it goes (e.g. a new name for the top entry). */
+  rename?: (segments: string[]) => string[];
+  /** File content written so far, for progress. */
+  onBytes?: (bytes: number) => void;
+  /** What to call the limit in a `too_large` message. */
+  limitHolder?: string;
 }
 
-export interface UploadResult {
+export interface ExtractResult {
   files: number;
   bytes: number;
 }
-
-const MAX_NAME = 4096;
-const MAX_COMPONENT = 255;
 
 interface Staged {
   temp: string;
@@ -36,26 +41,18 @@ interface Staged {
   mtime: Date;
 }
 
-/** The entry's name as safe relative segments, or an error naming the problem. */
+/** The entry's name as safe relative segments, or an TransferError naming the problem. */
 export function safeSegments(name: string): string[] {
-  if (name.includes('\0')) throw new OpError('path_outside_root', 'a tar entry name contains a NUL byte');
-  if (name.length > MAX_NAME) throw new OpError('bad_params', `a tar entry name is longer than ${MAX_NAME} characters`);
-  if (isAbsolute(name) || posix.isAbsolute(name) || /^[A-Za-z]:[\\/]/.test(name)) {
-    throw new OpError('path_outside_root', `tar entry ${JSON.stringify(name)} has an absolute name`);
-  }
-  const segments = name.split(/[\\/]+/).filter((s) => s !== '' && s !== '.');
-  if (segments.includes('..')) throw new OpError('path_outside_root', `tar entry ${JSON.stringify(name)} climbs out with ..`);
-  if (segments.some((s) => Buffer.byteLength(s) > MAX_COMPONENT)) {
-    throw new OpError('bad_params', `tar entry ${JSON.stringify(name.slice(0, 80))} has a name component over ${MAX_COMPONENT} bytes`);
-  }
-  return segments;
+  const check = checkEntryName(name);
+  if (!check.ok) throw new TransferError(check.problem.code, check.problem.message);
+  return check.segments;
 }
 
 /**
  * Extracts a tar fed through `input()` into `targetDir` (canonical, inside `realRoot`, existing).
  * Call `commit()` after the last chunk and `abort()` on any failure.
  */
-export function createUpload(realRoot: string, targetDir: string, limits: UploadLimits) {
+export function createExtraction(realRoot: string, targetDir: string, limits: ExtractOptions) {
   const extract = tar.extract();
   const staged: Staged[] = [];
   const links: Array<{ path: string; target: string }> = [];
@@ -88,13 +85,13 @@ export function createUpload(realRoot: string, targetDir: string, limits: Upload
       }
       if (stats.isSymbolicLink()) {
         const real = await realpath(next);
-        if (!isInside(realRoot, real)) throw new OpError('path_outside_root', `${segment} is a link leading outside the files root`);
-        if (!(await lstat(real)).isDirectory()) throw new OpError('not_a_directory', `${segment} is not a directory`);
+        if (!isInside(realRoot, real)) throw new TransferError('path_outside_root', `${segment} is a link leading outside the files root`);
+        if (!(await lstat(real)).isDirectory()) throw new TransferError('not_a_directory', `${segment} is not a directory`);
         current = real;
       } else if (stats.isDirectory()) {
         current = next;
       } else {
-        throw new OpError('exists', `${segment} exists and is not a directory`);
+        throw new TransferError('exists', `${segment} exists and is not a directory`);
       }
     }
     return current;
@@ -105,14 +102,20 @@ export function createUpload(realRoot: string, targetDir: string, limits: Upload
     const base = segments.at(-1)!;
     const final = join(dir, base);
     const existing = await lstat(final).catch(() => undefined);
-    if (existing?.isDirectory()) throw new OpError('exists', `${segments.join('/')} exists and is a directory`);
+    if (existing?.isDirectory()) throw new TransferError('exists', `${segments.join('/')} exists and is a directory`);
     const temp = join(dir, `.${base.slice(0, 200)}.tether-${randomBytes(6).toString('hex')}.part`);
     const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     staged.push({ temp, final, mode: header.mode & 0o777, mtime: header.mtime });
     try {
       // A directory swapped for a symlink after ensureDir would show here.
       await assertOpenedInside(handle, realRoot, segments.join('/'));
-      await pipeline(stream, createWriteStream('', { fd: handle.fd, autoClose: false, highWaterMark: 256 * 1024 }));
+      const counter = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          limits.onBytes?.(chunk.length);
+          done(null, chunk);
+        },
+      });
+      await pipeline(stream, counter, createWriteStream('', { fd: handle.fd, autoClose: false, highWaterMark: 256 * 1024 }));
       await handle.sync();
     } finally {
       await handle.close();
@@ -137,15 +140,15 @@ export function createUpload(realRoot: string, targetDir: string, limits: Upload
   extract.on('entry', (header, stream, next) => {
     const work = (current = (async () => {
       if (failure) throw failure;
-      if (++entries > limits.maxEntries) throw new OpError('too_large', `the archive has more than ${limits.maxEntries} entries`);
-      const segments = safeSegments(header.name);
+      if (++entries > limits.maxEntries) throw new TransferError('too_large', `the archive has more than ${limits.maxEntries} entries`);
+      const segments = limits.rename ? limits.rename(safeSegments(header.name)) : safeSegments(header.name);
       if (segments.length === 0) return; // the target directory itself
       switch (header.type) {
         case 'file':
         case 'contiguous-file': {
           bytes += header.size;
           if (limits.maxBytes > 0 && bytes > limits.maxBytes) {
-            throw new OpError('too_large', `the upload exceeds this device's limit of ${limits.maxBytes} bytes`);
+            throw new TransferError('too_large', `the archive exceeds ${limits.limitHolder ?? 'the'} limit of ${limits.maxBytes} bytes`);
           }
           await stageFile(segments, header, stream as unknown as NodeJS.ReadableStream);
           return;
@@ -157,15 +160,15 @@ export function createUpload(realRoot: string, targetDir: string, limits: Upload
           const dir = await ensureDir(segments.slice(0, -1));
           const target = header.linkname;
           if (!target || isAbsolute(target) || !isInside(realRoot, await linkDestination(dir, target))) {
-            throw new OpError('path_outside_root', `symbolic link ${header.name} -> ${target} leads outside the files root`);
+            throw new TransferError('path_outside_root', `symbolic link ${header.name} -> ${target} leads outside the files root`);
           }
           links.push({ path: join(dir, segments.at(-1)!), target });
           return;
         }
         case 'link':
-          throw new OpError('path_outside_root', `hard link ${header.name} refused: only files, directories and symbolic links are accepted`);
+          throw new TransferError('path_outside_root', `hard link ${header.name} refused: only files, directories and symbolic links are accepted`);
         default:
-          throw new OpError('bad_params', `${header.type} ${header.name} refused: only files, directories and symbolic links are accepted`);
+          throw new TransferError('bad_params', `${header.type} ${header.name} refused: only files, directories and symbolic links are accepted`);
       }
     })());
     work.then(
@@ -191,7 +194,7 @@ export function createUpload(realRoot: string, targetDir: string, limits: Upload
     input: extract as unknown as NodeJS.WritableStream,
 
     /** Ends the input, waits for every entry, and moves everything into place. */
-    async commit(): Promise<UploadResult> {
+    async commit(): Promise<ExtractResult> {
       (extract as unknown as NodeJS.WritableStream).end();
       await finished;
       if (failure) throw failure;
@@ -232,4 +235,4 @@ export function createUpload(realRoot: string, targetDir: string, limits: Upload
     extract,
   };
 }
-export type Upload = ReturnType<typeof createUpload>;
+export type Extraction = ReturnType<typeof createExtraction>;

@@ -1,0 +1,138 @@
+/**
+ * @module `tether cp SRC DST`: files and directories to or from a device, `DEVICE:PATH` on one
+ * side. Like `cp -r`, a destination that is an existing directory receives the source inside
+ * it; otherwise the source is stored under the destination's name. A progress bar shows on a
+ * terminal; the counts and sizes that arrived are checked against what was sent; the session
+ * is closed when the copy ends, whatever the outcome.
+ */
+import { lstat } from 'node:fs/promises';
+import { basename, dirname, posix, resolve } from 'node:path';
+import type { Context } from '../context';
+import { CliError, usageError } from '../errors';
+import { formatBytes } from '../output';
+import { createProgress } from '../progress';
+import { closeSession, openSession } from '../sessions';
+import { openStream, type Stream } from '../stream';
+import { download, measure, upload } from '../transfer';
+
+const REMOTE = /^([A-Za-z0-9._-]{1,64}):(.*)$/s;
+
+export interface RemoteSpec {
+  device: string;
+  path: string;
+}
+
+/** `DEVICE:PATH`, unless it is clearly a local path (`./a:b`, `/x:y`). */
+export function parseRemote(arg: string): RemoteSpec | undefined {
+  if (arg.startsWith('/') || arg.startsWith('.')) return undefined;
+  const m = REMOTE.exec(arg);
+  if (!m) return undefined;
+  return { device: m[1]!, path: m[2] === '' ? '/' : m[2]! };
+}
+
+async function remoteStat(stream: Stream, path: string): Promise<{ type: string; size: number } | undefined> {
+  try {
+    return (await stream.request('stat', { path })).result;
+  } catch (err) {
+    if (err instanceof CliError && err.message.endsWith('(not_found)')) return undefined;
+    throw err;
+  }
+}
+
+async function localStat(path: string) {
+  try {
+    return await lstat(path);
+  } catch {
+    return undefined;
+  }
+}
+
+export interface CpFlags {
+  replace?: boolean;
+  waitOnline?: boolean;
+  progress?: boolean;
+}
+
+export async function cp(ctx: Context, src: string, dst: string, flags: CpFlags): Promise<void> {
+  const from = parseRemote(src);
+  const to = parseRemote(dst);
+  if (from && to) throw usageError('both sides are on devices; one side must be a local path');
+  if (!from && !to) throw usageError('both sides are local; write DEVICE:PATH on one side');
+  const device = (from ?? to)!.device;
+  const api = ctx.api();
+  const session = await openSession(api, {
+    device,
+    protocol: 'file-transfer',
+    replace: flags.replace,
+    waitOnline: flags.waitOnline,
+    notice: ctx.notice,
+  });
+  let stream: Stream | undefined;
+  try {
+    stream = await openStream(session.websocket_url!);
+    const started = performance.now();
+    let result: { files: number; bytes: number };
+    if (to) result = await toDevice(ctx, stream, resolve(src), to, flags);
+    else result = await fromDevice(stream, from!, resolve(dst), flags);
+    const seconds = (performance.now() - started) / 1000;
+    ctx.notice(
+      `copied ${result.files} file${result.files === 1 ? '' : 's'}, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s` +
+        (seconds > 0 ? ` (${formatBytes(Math.round(result.bytes / seconds))}/s); sizes checked` : ''),
+    );
+  } finally {
+    stream?.close();
+    await closeSession(api, session.session_id);
+  }
+}
+
+async function toDevice(ctx: Context, stream: Stream, local: string, to: RemoteSpec, flags: CpFlags) {
+  const src = await localStat(local);
+  if (!src) throw new CliError(`no such file or directory: ${local}`);
+  if (!src.isFile() && !src.isDirectory()) throw new CliError(`${local} is neither a file nor a directory`);
+  const target = await remoteStat(stream, to.path);
+  let remoteDir: string;
+  let topName: string;
+  if (target?.type === 'dir') {
+    remoteDir = to.path;
+    topName = basename(local);
+  } else {
+    if (target && src.isDirectory()) throw new CliError(`cannot overwrite the file ${to.device}:${to.path} with a directory`);
+    remoteDir = posix.dirname(to.path);
+    topName = posix.basename(to.path);
+    const parent = await remoteStat(stream, remoteDir);
+    if (parent?.type !== 'dir') throw new CliError(`no such directory on ${to.device}: ${remoteDir}`);
+  }
+  const total = await measure(local);
+  const progress = createProgress(`→ ${to.device}`, total.bytes, flags.progress);
+  try {
+    return await upload(stream, { local, remoteDir, topName }, (n) => progress.add(n), (name, why) =>
+      ctx.notice(`skipped ${name}: ${why}`),
+    );
+  } finally {
+    progress.stop();
+  }
+}
+
+async function fromDevice(stream: Stream, from: RemoteSpec, local: string, flags: CpFlags) {
+  const source = await remoteStat(stream, from.path);
+  if (!source) throw new CliError(`no such file or directory on ${from.device}: ${from.path}`);
+  const target = await localStat(local);
+  let localDir: string;
+  let topName: string;
+  const remoteName = posix.basename(from.path) || from.device;
+  if (target?.isDirectory()) {
+    localDir = local;
+    topName = remoteName;
+  } else {
+    if (target && source.type === 'dir') throw new CliError(`cannot overwrite the file ${local} with a directory`);
+    localDir = dirname(local);
+    topName = basename(local);
+    if (!(await localStat(localDir))?.isDirectory()) throw new CliError(`no such directory: ${localDir}`);
+  }
+  const progress = createProgress(`← ${from.device}`, source.type === 'file' ? source.size : undefined, flags.progress);
+  try {
+    return await download(stream, { remote: from.path, localDir, topName }, (n) => progress.add(n));
+  } finally {
+    progress.stop();
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * @module `tether diag DEVICE [OP]`: a readable summary of the device (system, disks,
+ * interfaces, top processes), or one diagnostics operation; `--json` prints the results as data.
+ */
+import type { Context } from '../context';
+import { formatBytes, formatDuration, printJson, table } from '../output';
+import { closeSession, openSession } from '../sessions';
+import { openStream, type Stream } from '../stream';
+
+export interface DiagFlags {
+  json?: boolean;
+  path?: string;
+  lines?: number;
+  limit?: number;
+  replace?: boolean;
+  waitOnline?: boolean;
+}
+
+const SUMMARY_OPS = ['system.info', 'system.metrics', 'disk.usage', 'network.interfaces', 'process.list'] as const;
+const DESCRIBED = new Set<string>([...SUMMARY_OPS, 'log.tail']);
+
+function paramsFor(op: string, flags: DiagFlags): Record<string, unknown> {
+  if (op === 'log.tail') return { ...(flags.path ? { path: flags.path } : {}), ...(flags.lines ? { lines: flags.lines } : {}) };
+  if (op === 'process.list') return { limit: flags.limit ?? 10 };
+  return {};
+}
+
+/** Human-readable text for the results of the summary ops and of single ops. */
+export function describe(results: Record<string, any>): string {
+  const parts: string[] = [];
+  const info = results['system.info'];
+  if (info) {
+    parts.push(
+      `${info.hostname}: ${info.os}, ${info.kernel}, ${info.arch}, ${info.cpus.count} CPU (${info.cpus.model}), ` +
+        `up ${formatDuration(info.uptime_s)}, agent ${info.agent_version}\n`,
+    );
+  }
+  const m = results['system.metrics'];
+  if (m) {
+    parts.push(
+      `load ${m.loadavg.join(' ')}   cpu ${m.cpu_percent}%   memory ${formatBytes(m.mem_used_bytes)} used of ` +
+        `${formatBytes(m.mem_total_bytes)} (${formatBytes(m.mem_free_bytes)} available)\n`,
+    );
+  }
+  const disks = results['disk.usage'];
+  if (disks) {
+    parts.push(
+      `\nDISKS\n${table(
+        disks.mounts.map((d: any) => ({
+          mount: d.mount,
+          type: d.fstype,
+          size: formatBytes(d.total_bytes),
+          used: formatBytes(d.used_bytes),
+          free: formatBytes(d.free_bytes),
+          'use%': `${Math.round((d.used_bytes / Math.max(1, d.total_bytes)) * 100)}%`,
+        })),
+        ['mount', 'type', 'size', 'used', 'free', 'use%'],
+      )}`,
+    );
+  }
+  const net = results['network.interfaces'];
+  if (net) {
+    parts.push(
+      `\nINTERFACES\n${table(
+        net.interfaces.map((i: any) => ({
+          name: i.name,
+          addresses: i.addresses.map((a: any) => a.cidr ?? a.address).join(' ') || '-',
+          mac: i.mac,
+          rx: i.rx_bytes === null ? '-' : formatBytes(i.rx_bytes),
+          tx: i.tx_bytes === null ? '-' : formatBytes(i.tx_bytes),
+        })),
+        ['name', 'addresses', 'mac', 'rx', 'tx'],
+      )}`,
+    );
+  }
+  const procs = results['process.list'];
+  if (procs) {
+    parts.push(
+      `\nPROCESSES (${procs.processes.length} of ${procs.total}, by CPU)\n${table(
+        procs.processes.map((p: any) => ({ pid: p.pid, user: p.user, 'cpu%': p.cpu, rss: formatBytes(p.rss), command: p.command.slice(0, 100) })),
+        ['pid', 'user', 'cpu%', 'rss', 'command'],
+      )}`,
+    );
+  }
+  const tail = results['log.tail'];
+  if (tail) parts.push(tail.lines.map((l: string) => `${l}\n`).join(''));
+  return parts.join('');
+}
+
+export async function diag(ctx: Context, device: string, op: string | undefined, flags: DiagFlags): Promise<void> {
+  const api = ctx.api();
+  const session = await openSession(api, {
+    device,
+    protocol: 'diagnostics',
+    ttl: 60,
+    replace: flags.replace,
+    waitOnline: flags.waitOnline,
+    notice: ctx.notice,
+  });
+  let stream: Stream | undefined;
+  try {
+    stream = await openStream(session.websocket_url!);
+    const ops = op ? [op] : SUMMARY_OPS;
+    const results: Record<string, unknown> = {};
+    for (const o of ops) results[o] = (await stream.request(o, paramsFor(o, flags))).result;
+    if (flags.json) printJson(ctx.out, op ? results[op] : results);
+    else if (op && !DESCRIBED.has(op)) printJson(ctx.out, results[op]); // an op this client has no layout for
+    else ctx.out.stdout(describe(results));
+  } finally {
+    stream?.close();
+    await closeSession(api, session.session_id);
+  }
+}

@@ -1,0 +1,81 @@
+/** @module `tether session open | list | close`. */
+import type { SessionProtocol } from '../../shared/protocol';
+import { ApiFailure } from '../api';
+import type { Context } from '../context';
+import { CliError } from '../errors';
+import { formatBytes, printJson, table } from '../output';
+import { openSession, type Session } from '../sessions';
+
+export interface OpenFlags {
+  protocol: SessionProtocol;
+  ttl?: number;
+  json?: boolean;
+  replace?: boolean;
+  waitOnline?: boolean;
+}
+
+export async function sessionOpen(ctx: Context, device: string, flags: OpenFlags): Promise<void> {
+  const s = await openSession(ctx.api(), {
+    device,
+    protocol: flags.protocol,
+    ttl: flags.ttl,
+    replace: flags.replace,
+    waitOnline: flags.waitOnline,
+    notice: ctx.notice,
+  });
+  if (flags.json) return printJson(ctx.out, s);
+  ctx.out.stdout(
+    `opened ${s.session_id}: ${s.protocol} on ${s.device_id}, expires ${s.expires_at}\n` +
+      `websocket_url: ${s.websocket_url}\n`,
+  );
+}
+
+export interface ListFlags {
+  device?: string;
+  status?: string;
+  protocol?: string;
+  json?: boolean;
+}
+
+const PAGE = 200;
+
+export async function sessionList(ctx: Context, flags: ListFlags): Promise<void> {
+  const q = new URLSearchParams({ per_page: String(PAGE) });
+  if (flags.device) q.set('device_id', flags.device);
+  if (flags.status) q.set('status', flags.status);
+  if (flags.protocol) q.set('protocol', flags.protocol);
+  const sessions = await ctx.api().request<Session[]>('GET', `/v1/remote-access/sessions?${q}`);
+  if (flags.json) return printJson(ctx.out, sessions);
+  if (sessions.length === 0) {
+    ctx.out.stdout('no sessions\n');
+    return;
+  }
+  ctx.out.stdout(
+    table(
+      sessions.map((s) => ({
+        session: s.session_id,
+        device: s.device_id,
+        protocol: s.protocol,
+        status: s.status === 'open' ? 'open' : `closed (${s.close_reason})`,
+        'opened by': s.opened_by,
+        opened: s.opened_at.replace(/\.\d+Z$/, 'Z'),
+        'until': (s.closed_at ?? s.expires_at).replace(/\.\d+Z$/, 'Z'),
+        'to / from device': `${formatBytes(s.bytes_to_device)} / ${formatBytes(s.bytes_from_device)}`,
+      })),
+      ['session', 'device', 'protocol', 'status', 'opened by', 'opened', 'until', 'to / from device'],
+    ),
+  );
+  if (sessions.length === PAGE) ctx.notice(`showing the newest ${PAGE}; narrow with --device, --status or --protocol`);
+}
+
+export async function sessionClose(ctx: Context, sessionId: string, flags: { json?: boolean }): Promise<void> {
+  let s: Session;
+  try {
+    s = await ctx.api().request<Session>('DELETE', `/v1/remote-access/sessions/${encodeURIComponent(sessionId)}`);
+  } catch (err) {
+    if (err instanceof ApiFailure && err.status === 404) throw new CliError(`no open session ${sessionId} that you may close`);
+    throw err;
+  }
+  if (flags.json) return printJson(ctx.out, s);
+  ctx.out.stdout(`closed ${s.session_id} (${formatBytes(s.bytes_to_device)} to, ${formatBytes(s.bytes_from_device)} from the device)\n`);
+}

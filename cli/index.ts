@@ -1,0 +1,100 @@
+/**
+ * @module The client commands of `tether` (CONTRACT section 7), registered on a commander
+ * program. Each action resolves with the process exit code.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Context } from './context';
+import { cp } from './commands/cp';
+import { deviceAdd } from './commands/device';
+import { diag } from './commands/diag';
+import { login, token } from './commands/login';
+import { sessionClose, sessionList, sessionOpen } from './commands/session';
+import { shell } from './commands/shell';
+
+const PROTOCOLS = ['diagnostics', 'shell', 'file-transfer'];
+
+function integer(name: string, min: number, max: number) {
+  return (value: string) => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
+    return n;
+  };
+}
+
+const replaceOption = () => new Option('--replace', 'close an open session of the same protocol on the device first');
+const waitOption = () => new Option('--wait-online', 'wait for the device\'s agent to come online');
+
+/** Adds the client commands; `setExit` receives each command's exit code. */
+export function registerClientCommands(program: Command, ctx: () => Context, setExit: (code: number) => void): void {
+  program
+    .command('login')
+    .description('get a user token (8 hours) and store it in $XDG_CONFIG_HOME/tether/config.json')
+    .option('--server <url>', 'the tether server, e.g. http://127.0.0.1:8080')
+    .option('--username <name>', 'your username')
+    .option('--password-stdin', 'read the password from standard input (its trailing newline is dropped)')
+    .action(async (o) => login(ctx(), o));
+
+  program
+    .command('token')
+    .description('print the token in use (TETHER_TOKEN, else the stored one)')
+    .action(() => token(ctx()));
+
+  const session = program.command('session').description('open, list and close remote-access sessions');
+  session
+    .command('open <device>')
+    .description('open a session on a device')
+    .addOption(new Option('--protocol <protocol>', 'what the session allows').choices(PROTOCOLS).makeOptionMandatory())
+    .option('--ttl <seconds>', 'time to live, 60 to 28800 (default 3600)', integer('--ttl', 60, 28800))
+    .option('--json', 'print the session as JSON')
+    .addOption(replaceOption())
+    .addOption(waitOption())
+    .action(async (device, o) => sessionOpen(ctx(), device, o));
+  session
+    .command('list')
+    .description('list sessions (yours; all of them for administrators)')
+    .option('--device <id>', 'only this device')
+    .addOption(new Option('--status <status>', 'only open or closed ones').choices(['open', 'closed']))
+    .addOption(new Option('--protocol <protocol>', 'only this protocol').choices(PROTOCOLS))
+    .option('--json', 'print the sessions as JSON')
+    .action(async (o) => sessionList(ctx(), o));
+  session
+    .command('close <session-id>')
+    .description('close a session now')
+    .option('--json', 'print the closed session as JSON')
+    .action(async (id, o) => sessionClose(ctx(), id, o));
+
+  program
+    .command('shell <device>')
+    .description('an interactive shell on a device; exits with the remote shell\'s exit code')
+    .option('--ttl <seconds>', 'session time to live, 60 to 28800', integer('--ttl', 60, 28800))
+    .addOption(replaceOption())
+    .addOption(waitOption())
+    .action(async (device, o) => setExit(await shell(ctx(), device, o)));
+
+  program
+    .command('diag <device> [op]')
+    .description('a summary of the device, or one diagnostics op (system.info, system.metrics, disk.usage, network.interfaces, process.list, log.tail)')
+    .option('--json', 'print the results as JSON')
+    .option('--path <path>', 'log.tail: the log file (absolute, inside the device\'s log dirs)')
+    .option('--lines <n>', 'log.tail: how many lines', integer('--lines', 1, 10_000))
+    .option('--limit <n>', 'process.list: how many processes', integer('--limit', 1, 10_000))
+    .addOption(replaceOption())
+    .addOption(waitOption())
+    .action(async (device, op, o) => diag(ctx(), device, op, o));
+
+  program
+    .command('cp <src> <dst>')
+    .description('copy files or directories to or from a device; write DEVICE:PATH on one side')
+    .option('--no-progress', 'no progress bar, even on a terminal')
+    .addOption(replaceOption())
+    .addOption(waitOption())
+    .action(async (src, dst, o) => cp(ctx(), src, dst, { ...o, progress: o.progress === false ? false : undefined }));
+
+  const device = program.command('device').description('manage devices');
+  device
+    .command('add <device-id>')
+    .description('register a device and print its agent token and the command that starts its agent')
+    .option('--label <key=value...>', 'labels for the device')
+    .option('--json', 'print the result as JSON')
+    .action(async (id, o) => deviceAdd(ctx(), id, o));
+}

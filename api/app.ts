@@ -19,6 +19,9 @@ import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from '.
 import { createIdentityService } from './services/identity';
 import { createSessionService } from './services/sessions';
 import { createStreamAccess } from './services/stream-access';
+import { createDeploymentService } from './deploy/service';
+import type { RuntimeFactory } from './deploy/runtime';
+import { serviceRoutes } from './routes/services';
 import type { Store } from './store/index';
 
 export interface ApiDeps {
@@ -30,12 +33,17 @@ export interface ApiDeps {
   /** Base of `websocket_url`, e.g. `ws://127.0.0.1:8080` (known once the server listens). */
   wsBase: () => string;
   now: () => number;
+  /** Builds the deployment runtime, given where it reports to. */
+  runtime: RuntimeFactory;
 }
 
 export function createApi(deps: ApiDeps) {
   const { store, relay, log, metrics, now } = deps;
   const identity = createIdentityService(store, now);
   const sessions = createSessionService({ store, relay, log: log.child({ component: 'sessions' }), now });
+  // The runtime reports to the deployment service, which exists once the runtime does.
+  const runtime = deps.runtime((report) => deployments.onReport(report), log.child({ component: 'runtime' }));
+  const deployments = createDeploymentService({ store, runtime, log: log.child({ component: 'deployments' }), now });
   const requests = metrics.counter('tether_http_requests_total', 'HTTP requests by method, route and status.');
   metrics.gauge('tether_sessions_open', 'Remote-access sessions currently open.', () => store.sessions.openCount());
 
@@ -66,6 +74,7 @@ export function createApi(deps: ApiDeps) {
       openLimiter: createSlidingWindowLimiter(SESSION_OPEN_PER_MINUTE, minute, now),
       auditLimiter: createSlidingWindowLimiter(AUDIT_LIST_PER_MINUTE, minute, now),
     }),
+    serviceRoutes(deployments, store),
   ];
   for (const r of routes) app.use(r.routes());
 
@@ -83,9 +92,13 @@ export function createApi(deps: ApiDeps) {
       const reconciled = sessions.reconcile();
       if (reconciled.expired + reconciled.closed > 0) log.info('reconciled sessions left open', reconciled);
       sessions.start();
+      deployments.resume();
     },
-    /** Closes every open session with `server_shutdown`. */
-    shutdown: () => sessions.shutdown(),
+    /** Closes every open session with `server_shutdown` and stops the runtime. */
+    shutdown() {
+      runtime.close();
+      return sessions.shutdown();
+    },
   };
 }
 export type Api = ReturnType<typeof createApi>;

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApi } from '../api/app';
 import type { RelayPort } from '../api/ports';
+import { simulatedRuntime } from '../api/deploy/simulated-runtime';
 import { bootstrapAdmin } from '../api/services/bootstrap';
 import { openStore } from '../api/store/index';
 import { createBroker } from '../broker/index';
@@ -62,6 +63,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     ticketer: createTicketer(store.secret('stream-ticket')),
     wsBase: () => publicUrl().replace(/^http/, 'ws'),
     now,
+    runtime: simulatedRuntime(config.sim_replica_ms), // the only runtime so far (TETHER_DEPLOY_RUNTIME)
   });
   const broker = createBroker({
     log: log.child({ component: 'broker' }),

@@ -226,8 +226,10 @@ describe('shell', () => {
     term.onData((d) => (output += d));
     const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
     try {
+      // Type once the remote shell shows its prompt (a loaded machine may take a while).
+      await waitFor(() => /[$#] $/m.test(output), 'the remote prompt', 20_000);
       term.write('stty size; echo hello-$((6*7))\r');
-      await waitFor(() => /hello-42/.test(output) && output, 'the command output');
+      await waitFor(() => /hello-42/.test(output) && output, 'the command output', 15_000);
       expect(output).toMatch(/\b30 100\b/); // the terminal's size reached the remote shell
       term.resize(120, 40);
       term.write('stty size\r');

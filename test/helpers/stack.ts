@@ -19,6 +19,7 @@ export interface StackOptions {
   now?: () => number;
   port?: number;
   joinTimeoutMs?: number;
+  simReplicaMs?: number;
 }
 
 export interface Stack {
@@ -67,6 +68,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       TETHER_LISTEN: `127.0.0.1:${options.port ?? 0}`,
       TETHER_DATA_DIR: dataDir,
       TETHER_HEARTBEAT_MS: String(options.heartbeatMs ?? 20_000),
+      TETHER_SIM_REPLICA_MS: String(options.simReplicaMs ?? 20),
     },
     undefined,
   );

@@ -1,5 +1,6 @@
 /** @module The numbered schema migrations, applied in order; `PRAGMA user_version` records the last. */
 import m001 from './001-identity-devices-sessions';
+import m002 from './002-deployments';
 
 export interface Migration {
   version: number;
@@ -7,4 +8,7 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: readonly Migration[] = [{ version: 1, name: 'identity-devices-sessions', sql: m001 }];
+export const migrations: readonly Migration[] = [
+  { version: 1, name: 'identity-devices-sessions', sql: m001 },
+  { version: 2, name: 'deployments', sql: m002 },
+];

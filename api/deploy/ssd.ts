@@ -1,0 +1,128 @@
+/**
+ * @module The Service Spec Definition (seed 2.6, CONTRACT 5.2): YAML parsed with `yaml`, checked
+ * with zod, and every problem reported at once with its path and line.
+ */
+import { isNode, LineCounter, parseDocument, type Document } from 'yaml';
+import { z } from 'zod';
+import type { ErrorDetail } from '../errors';
+import { formatPath } from '../http/validate';
+
+export const SERVICE_NAME = /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/;
+/** `host[:port]/repository/.../name:tag`, the tag `v?MAJOR.MINOR.PATCH`. */
+export const IMAGE = /^[A-Za-z0-9.-]+(?::\d{1,5})?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*){2,}:(?<tag>v?\d+\.\d+\.\d+)$/;
+const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+const PROTOCOLS = ['diagnostics', 'shell', 'file-transfer'] as const;
+
+const remoteAccess = z
+  .strictObject({
+    enabled: z.boolean(),
+    'broker-url': z
+      .string()
+      .refine((u) => /^wss?:\/\/[^/\s]+/.test(u) && URL.canParse(u), 'must be a ws:// or wss:// URL')
+      .optional(),
+    protocols: z
+      .array(z.enum(PROTOCOLS))
+      .min(1, 'must name at least one protocol')
+      .refine((p) => new Set(p).size === p.length, 'must not repeat a protocol')
+      .optional(),
+  })
+  .superRefine((ra, ctx) => {
+    if (!ra.enabled) return;
+    if (ra['broker-url'] === undefined) ctx.addIssue({ code: 'custom', path: ['broker-url'], message: 'is required when enabled is true' });
+    if (ra.protocols === undefined) ctx.addIssue({ code: 'custom', path: ['protocols'], message: 'is required when enabled is true' });
+  });
+
+export const ssdSchema = z.strictObject({
+  service: z.strictObject({
+    name: z.string().regex(SERVICE_NAME, 'must be a DNS label: lowercase letters, digits and -, starting with a letter, at most 63'),
+    image: z.string().regex(IMAGE, 'must be host/repository/name:tag with a tag like 1.4.2 or v1.4.2'),
+  }),
+  deployment: z.strictObject({
+    replicas: z.number().int('must be a whole number').min(0).max(1000),
+    strategy: z.enum(['rolling', 'canary']).default('rolling'),
+    canary: z.strictObject({ weight: z.number().int().min(1).max(99).default(10) }).optional(),
+  }),
+  'remote-access': remoteAccess.optional(),
+  observability: z.strictObject({ logs: z.boolean().optional(), metrics: z.boolean().optional(), traces: z.boolean().optional() }).optional(),
+  secrets: z
+    .strictObject({
+      vault: z.array(
+        z.strictObject({
+          path: z.string().min(1),
+          env: z.string().regex(ENV_NAME, 'must be an environment variable name: A-Z, 0-9 and _, not starting with a digit'),
+        }),
+      ),
+    })
+    .optional(),
+  config: z
+    .strictObject({
+      env: z.record(
+        z.string().regex(ENV_NAME, 'must be an environment variable name: A-Z, 0-9 and _, not starting with a digit'),
+        z.string({ error: 'must be a string (quote numbers and booleans)' }),
+      ),
+    })
+    .optional(),
+});
+
+export type Ssd = z.output<typeof ssdSchema>;
+
+export type SsdResult = { ok: true; spec: Ssd; revision: string } | { ok: false; details: ErrorDetail[] };
+
+/** The revision of an image: its tag with a leading `v` (`:1.4.2` → `v1.4.2`). */
+export function revisionOf(image: string): string {
+  const tag = IMAGE.exec(image)?.groups?.tag ?? image.slice(image.lastIndexOf(':') + 1);
+  return tag.startsWith('v') ? tag : `v${tag}`;
+}
+
+function lineOf(doc: Document, lines: LineCounter, path: readonly PropertyKey[]): number | undefined {
+  // The deepest node on the path that exists: a missing key is reported at its parent.
+  for (let n = path.length; n >= 0; n--) {
+    const node = doc.getIn(path.slice(0, n) as Array<string | number>, true);
+    if (isNode(node) && node.range) return lines.linePos(node.range[0]).line;
+    if (n === 0 && doc.contents?.range) return lines.linePos(doc.contents.range[0]).line;
+  }
+  return undefined;
+}
+
+function message(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_type' && issue.message.endsWith('received undefined')) return 'is required';
+  if (issue.code === 'invalid_key') return issue.issues[0]?.message ?? issue.message;
+  return issue.message;
+}
+
+/** Parses and validates an SSD; the details name every problem with its path and line. */
+export function parseSsd(text: string): SsdResult {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      details: doc.errors.map((e) => ({
+        path: '(root)',
+        message: `YAML syntax error: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`,
+        ...(e.linePos ? { line: e.linePos[0].line } : {}),
+      })),
+    };
+  }
+  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { ok: false, details: [{ path: '(root)', message: 'the spec must be a YAML mapping with service and deployment', line: 1 }] };
+  }
+  const parsed = ssdSchema.safeParse(value);
+  if (!parsed.success) {
+    const details: ErrorDetail[] = [];
+    for (const issue of parsed.error.issues) {
+      const paths = issue.code === 'unrecognized_keys' ? issue.keys.map((k) => [...issue.path, k]) : [issue.path];
+      for (const p of paths) {
+        const line = lineOf(doc, lines, p);
+        details.push({
+          path: formatPath(p) || '(root)',
+          message: issue.code === 'unrecognized_keys' ? 'unknown key' : message(issue),
+          ...(line ? { line } : {}),
+        });
+      }
+    }
+    return { ok: false, details };
+  }
+  return { ok: true, spec: parsed.data, revision: revisionOf(parsed.data.service.image) };
+}

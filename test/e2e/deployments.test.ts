@@ -1,0 +1,408 @@
+/** The deployment interface end to end (seed 2.3–2.6, 3.2, 3.5, 4.2, 5 rule 7; CONTRACT 5). */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Client } from '../helpers/http';
+import { startStack, type Stack } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
+
+let stack: Stack;
+let dev: Client;
+let pe: Client;
+let none: Client;
+
+beforeAll(async () => {
+  stack = await startStack({ simReplicaMs: 20 });
+  dev = stack.as(await stack.userToken('dep-dev@example.com', 'developer'));
+  pe = stack.as(await stack.userToken('dep-pe@example.com', 'platform-engineer'));
+  none = stack.as(await stack.userToken('dep-none@example.com', null));
+});
+afterAll(() => stack.stop());
+
+function ssd(o: { name?: string; tag?: string; replicas?: number; strategy?: string; weight?: number; extra?: string } = {}) {
+  const name = o.name ?? 'web';
+  return [
+    'service:',
+    `  name: ${name}`,
+    `  image: registry.example.com/platform/${name}:${o.tag ?? '1.0.0'}`,
+    'deployment:',
+    `  replicas: ${o.replicas ?? 2}`,
+    ...(o.strategy ? [`  strategy: ${o.strategy}`] : []),
+    ...(o.weight !== undefined ? ['  canary:', `    weight: ${o.weight}`] : []),
+    'remote-access:',
+    '  enabled: true',
+    '  broker-url: wss://broker.example.com/ws',
+    '  protocols: [diagnostics, shell]',
+    'observability: {logs: true, metrics: true, traces: false}',
+    'secrets:',
+    '  vault:',
+    '    - path: secret/data/web',
+    '      env: WEB_TOKEN',
+    'config:',
+    '  env:',
+    '    LOG_LEVEL: info',
+    '    SESSION_TTL_SECONDS: "3600"',
+    ...(o.extra ? [o.extra] : []),
+    '',
+  ].join('\n');
+}
+
+const apply = (c: Client, env: string, yaml: string, query = '') =>
+  c.raw('POST', `/v1/services?env=${env}${query}`, yaml, { 'content-type': 'application/yaml' });
+
+async function healthy(name: string, env: string) {
+  return waitFor(async () => {
+    const s = (await stack.admin.get(`/v1/services/${name}?env=${env}`)).body.data;
+    return s.status === 'healthy' && s;
+  }, `${name} in ${env} to be healthy`);
+}
+
+const history = async (name: string, env: string) =>
+  (await stack.admin.get(`/v1/services/${name}/revisions?env=${env}`)).body.data.map((r: any) => [r.revision, r.status]);
+
+describe('apply', () => {
+  it('deploys, then the runtime makes replicas ready: deploying → healthy, OutOfSync → Synced', async () => {
+    const res = await apply(dev, 'dev', ssd({ name: 'api', replicas: 3 }));
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      name: 'api',
+      environment: 'dev',
+      status: 'deploying',
+      image: 'registry.example.com/platform/api:1.0.0',
+      replicas: { desired: 3, ready: 0 },
+      current_revision: 'v1.0.0',
+      previous_revision: null,
+      last_deployed_at: expect.any(String),
+      dry_run: false,
+      runtime: 'simulated',
+    });
+    const got = (await stack.admin.get('/v1/services/api?env=dev')).body.data;
+    expect(got.gitops_sync_status).toBe(got.replicas.ready === 3 ? 'Synced' : 'OutOfSync');
+    const done = await healthy('api', 'dev');
+    expect(done).toMatchObject({ replicas: { desired: 3, ready: 3 }, gitops_sync_status: 'Synced', previous_revision: null });
+    const second = await apply(dev, 'dev', ssd({ name: 'api', tag: 'v1.1.0', replicas: 3 }));
+    expect(second.body.data).toMatchObject({ status: 'deploying', current_revision: 'v1.1.0', previous_revision: 'v1.0.0' });
+  });
+
+  it('dry_run=true validates and changes nothing', async () => {
+    const res = await apply(dev, 'dev', ssd({ name: 'dry' }), '&dry_run=true');
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ name: 'dry', dry_run: true, current_revision: 'v1.0.0' });
+    expect((await stack.admin.get('/v1/services/dry?env=dev')).status).toBe(404);
+    expect((await stack.admin.get('/v1/services/dry/revisions?env=dev')).status).toBe(404);
+    expect((await stack.admin.get('/v1/audit/deployments?service=dry')).body.data).toEqual([]);
+    // and on an existing service: nothing moves
+    await apply(dev, 'dev', ssd({ name: 'dry2' }));
+    const before = await healthy('dry2', 'dev');
+    const dry = await apply(dev, 'dev', ssd({ name: 'dry2', tag: '2.0.0' }), '&dry_run=true');
+    expect(dry.body.data).toMatchObject({ current_revision: 'v2.0.0', previous_revision: 'v1.0.0', dry_run: true });
+    expect((await stack.admin.get('/v1/services/dry2?env=dev')).body.data).toEqual(before);
+    expect(await history('dry2', 'dev')).toEqual([['v1.0.0', 'current']]);
+    const invalid = await apply(dev, 'dev', 'service: {}\n', '&dry_run=true');
+    expect(invalid.status).toBe(422);
+  });
+
+  const missing = (path: string) => ({ path, message: 'is required' });
+  it.each([
+    ['no service', ssd().replace(/^service:\n {2}name: web\n {2}image: \S+\n/m, ''), [missing('service')]],
+    ['no service.name', ssd().replace('  name: web\n', ''), [missing('service.name')]],
+    ['no service.image', ssd().replace(/ {2}image: \S+\n/, ''), [missing('service.image')]],
+    ['no deployment', ssd().replace(/^deployment:\n {2}replicas: 2\n/m, ''), [missing('deployment')]],
+    ['no replicas', ssd().replace('  replicas: 2\n', '  strategy: rolling\n'), [missing('deployment.replicas')]],
+    ['replicas as a string', ssd().replace('replicas: 2', 'replicas: "two"'), [{ path: 'deployment.replicas', message: expect.stringContaining('expected number') }]],
+    ['fractional replicas', ssd().replace('replicas: 2', 'replicas: 1.5'), [{ path: 'deployment.replicas', message: 'must be a whole number' }]],
+    ['too many replicas', ssd().replace('replicas: 2', 'replicas: 1001'), [{ path: 'deployment.replicas', message: expect.any(String) }]],
+    ['an upper-case name', ssd().replace('name: web', 'name: Web_App'), [{ path: 'service.name', message: expect.stringContaining('DNS label') }]],
+    ['an image without a tag', ssd().replace(/image: \S+/, 'image: registry.example.com/platform/web'), [{ path: 'service.image', message: expect.stringContaining('host/repository/name:tag') }]],
+    ['an image with a non-semver tag', ssd().replace(/image: \S+/, 'image: registry.example.com/platform/web:latest'), [{ path: 'service.image', message: expect.any(String) }]],
+    ['an image without a registry host', ssd().replace(/image: \S+/, 'image: web:1.0.0'), [{ path: 'service.image', message: expect.any(String) }]],
+    ['an http broker URL', ssd().replace('wss://broker.example.com/ws', 'https://broker.example.com/ws'), [{ path: 'remote-access.broker-url', message: 'must be a ws:// or wss:// URL' }]],
+    ['an unknown protocol', ssd().replace('[diagnostics, shell]', '[diagnostics, telnet]'), [{ path: 'remote-access.protocols[1]', message: expect.stringContaining('expected one of') }]],
+    ['no protocols', ssd().replace('[diagnostics, shell]', '[]'), [{ path: 'remote-access.protocols', message: 'must name at least one protocol' }]],
+    ['enabled as a string', ssd().replace('enabled: true', 'enabled: "yes"'), [{ path: 'remote-access.enabled', message: expect.stringContaining('expected boolean') }]],
+    ['a lowercase vault env name', ssd().replace('env: WEB_TOKEN', 'env: web_token'), [{ path: 'secrets.vault[0].env', message: expect.stringContaining('environment variable name') }]],
+    ['a lowercase config env name', ssd().replace('LOG_LEVEL: info', 'log_level: info'), [{ path: 'config.env.log_level', message: expect.stringContaining('environment variable name') }]],
+    ['a config value that is a number', ssd().replace('"3600"', '3600'), [{ path: 'config.env.SESSION_TTL_SECONDS', message: 'must be a string (quote numbers and booleans)' }]],
+    ['an unknown top-level key', ssd({ extra: 'extras: true' }), [{ path: 'extras', message: 'unknown key' }]],
+    ['an unknown nested key', ssd().replace('  replicas: 2\n', '  replicas: 2\n  autoscale: true\n'), [{ path: 'deployment.autoscale', message: 'unknown key' }]],
+    ['a canary weight of 100', ssd({ strategy: 'canary', weight: 100 }), [{ path: 'deployment.canary.weight', message: expect.any(String) }]],
+  ])('422 invalid_spec for %s, with its path', async (_name, yaml, details) => {
+    const res = await apply(dev, 'dev', yaml);
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error: 'invalid_spec', status: 422 });
+    expect(res.body.details.map(({ line: _l, ...d }: { line?: number }) => d)).toEqual(details);
+    for (const d of res.body.details) expect(d.line).toBeGreaterThanOrEqual(1);
+  });
+
+  it('reports every problem at once, and YAML syntax errors with their line', async () => {
+    const many = ssd().replace('name: web', 'name: -bad').replace('replicas: 2', 'replicas: -1').replace('env: WEB_TOKEN', 'env: 1X');
+    const res = await apply(dev, 'dev', many);
+    expect(res.body.details.map((d: { path: string; line: number }) => [d.path, d.line])).toEqual([
+      ['service.name', 2],
+      ['deployment.replicas', 5],
+      ['secrets.vault[0].env', 14],
+    ]);
+    const broken = await apply(dev, 'dev', 'service:\n  name: web\n  image: [unclosed\ndeployment:\n  replicas: 1\n');
+    expect(broken.status).toBe(422);
+    expect(broken.body.details[0]).toMatchObject({ path: '(root)', message: expect.stringContaining('YAML syntax error'), line: expect.any(Number) });
+    expect((await apply(dev, 'dev', '- just\n- a list\n')).body.details[0].message).toContain('mapping');
+    expect((await stack.admin.get('/v1/services/web?env=dev')).status).toBe(404); // nothing applied
+  });
+
+  it('415 without a YAML content type; 400 without a valid env; 413 past 1 MiB', async () => {
+    const json = await dev.raw('POST', '/v1/services?env=dev', ssd(), { 'content-type': 'application/json' });
+    expect(json.status).toBe(415);
+    expect(json.body.error).toBe('unsupported_media_type');
+    expect((await dev.raw('POST', '/v1/services?env=dev', ssd(), { 'content-type': 'text/yaml; charset=utf-8' })).status).toBe(200);
+    for (const q of ['', '?env=qa', '?env=dev&dry_run=maybe', '?env=dev&env=prod', '?env=dev&force=1']) {
+      const res = await dev.raw('POST', `/v1/services${q}`, ssd(), { 'content-type': 'application/yaml' });
+      expect(res.status, q).toBe(400);
+      expect(res.body.error).toBe('bad_request');
+    }
+    expect((await dev.get('/v1/services')).status).toBe(400);
+    const big = await apply(dev, 'dev', ssd() + `# ${'x'.repeat(1024 * 1024)}\n`);
+    expect(big.status).toBe(413);
+  });
+});
+
+describe('roles per environment', () => {
+  it('apply: developer+ in dev and staging, platform-engineer+ in prod', async () => {
+    expect((await apply(dev, 'staging', ssd({ name: 'roles' }))).status).toBe(200);
+    const prod = await apply(dev, 'prod', ssd({ name: 'roles' }));
+    expect(prod.status).toBe(403);
+    expect(prod.body.message).toContain('platform-engineer');
+    expect((await apply(pe, 'prod', ssd({ name: 'roles' }))).status).toBe(200);
+    expect((await apply(none, 'dev', ssd({ name: 'roles' }))).status).toBe(403);
+    expect((await none.get('/v1/services?env=dev')).status).toBe(403);
+    expect((await dev.get('/v1/services/roles?env=prod')).status).toBe(200); // reads: developer+
+  });
+
+  it('rollback: developer in dev, platform-engineer in staging and prod; delete: platform-engineer+', async () => {
+    for (const env of ['dev', 'staging', 'prod']) {
+      await apply(pe, env, ssd({ name: 'rb-roles', tag: '1.0.0' }));
+      await apply(pe, env, ssd({ name: 'rb-roles', tag: '1.1.0' }));
+    }
+    expect((await dev.post('/v1/services/rb-roles/rollback?env=dev', {})).status).toBe(200);
+    for (const env of ['staging', 'prod']) {
+      const denied = await dev.post(`/v1/services/rb-roles/rollback?env=${env}`, {});
+      expect(denied.status, env).toBe(403);
+      expect(denied.body.message).toContain('platform-engineer');
+      expect((await pe.post(`/v1/services/rb-roles/rollback?env=${env}`, {})).status).toBe(200);
+    }
+    const del = await dev.del('/v1/services/rb-roles?env=dev');
+    expect(del.status).toBe(403);
+    expect((await pe.del('/v1/services/rb-roles?env=dev')).body).toEqual({
+      status: 200,
+      data: { name: 'rb-roles', environment: 'dev', deleted: true },
+    });
+    expect((await pe.get('/v1/services/rb-roles?env=dev')).status).toBe(404);
+    expect((await pe.get('/v1/services/rb-roles?env=prod')).status).toBe(200); // other environments untouched
+    expect((await pe.del('/v1/services/rb-roles?env=dev')).status).toBe(404);
+  });
+
+  it('canary changes follow the apply rules; the deployment audit is for administrators', async () => {
+    await apply(pe, 'prod', ssd({ name: 'can-roles', tag: '1.0.0' }));
+    await apply(pe, 'prod', ssd({ name: 'can-roles', tag: '2.0.0', strategy: 'canary' }));
+    expect((await dev.put('/v1/services/can-roles/canary/weight?env=prod', { weight: 50 })).status).toBe(403);
+    expect((await dev.post('/v1/services/can-roles/canary/halt?env=prod')).status).toBe(403);
+    expect((await dev.post('/v1/services/can-roles/canary/promote?env=prod')).status).toBe(403);
+    expect((await dev.get('/v1/services/can-roles/canary?env=prod')).status).toBe(200);
+    expect((await pe.get('/v1/audit/deployments')).status).toBe(403);
+    const audit = await stack.admin.get('/v1/audit/deployments?service=can-roles&env=prod');
+    expect(audit.body.data.map((e: any) => [e.event, e.revision, e.actor])).toEqual([
+      ['service.applied', 'v2.0.0', 'dep-pe@example.com'],
+      ['service.applied', 'v1.0.0', 'dep-pe@example.com'],
+    ]);
+    expect(audit.body.data[0]).toMatchObject({ environment: 'prod', at: expect.any(String), details: { strategy: 'canary' } });
+  });
+});
+
+describe('revisions and rollback', () => {
+  it('rolls back through a chain: v1, v2, v3; rollback; rollback to v1', async () => {
+    for (const tag of ['1.0.0', '2.0.0', '3.0.0']) expect((await apply(dev, 'dev', ssd({ name: 'chain', tag }))).status).toBe(200);
+    expect(await history('chain', 'dev')).toEqual([
+      ['v3.0.0', 'current'],
+      ['v2.0.0', 'previous'],
+      ['v1.0.0', 'available'],
+    ]);
+    const back = await dev.post('/v1/services/chain/rollback?env=dev', {});
+    expect(back.body.data).toMatchObject({
+      status: 'deploying',
+      current_revision: 'v2.0.0',
+      previous_revision: 'v3.0.0',
+      image: 'registry.example.com/platform/chain:2.0.0',
+      dry_run: false,
+    });
+    expect(await history('chain', 'dev')).toEqual([
+      ['v2.0.0', 'current'],
+      ['v3.0.0', 'previous'],
+      ['v1.0.0', 'available'],
+    ]);
+    const toV1 = await dev.post('/v1/services/chain/rollback?env=dev&revision=v1.0.0', {});
+    expect(toV1.body.data).toMatchObject({ current_revision: 'v1.0.0', previous_revision: 'v2.0.0' });
+    expect(await history('chain', 'dev')).toEqual([
+      ['v1.0.0', 'current'],
+      ['v2.0.0', 'previous'],
+      ['v3.0.0', 'available'],
+    ]);
+    await healthy('chain', 'dev');
+    const entry = (await stack.admin.get('/v1/services/chain/revisions?env=dev')).body.data[0];
+    expect(entry).toMatchObject({ image: 'registry.example.com/platform/chain:1.0.0', deployed_by: 'dep-dev@example.com' });
+  });
+
+  it('refuses what cannot be rolled back: 409 without a previous or to the current, 404 for unknown', async () => {
+    await apply(dev, 'dev', ssd({ name: 'solo' }));
+    const none = await dev.post('/v1/services/solo/rollback?env=dev', {});
+    expect(none.status).toBe(409);
+    expect(none.body.error).toBe('conflict');
+    expect((await dev.post('/v1/services/solo/rollback?env=dev&revision=v1.0.0', {})).status).toBe(409);
+    expect((await dev.post('/v1/services/solo/rollback?env=dev&revision=v9.9.9', {})).status).toBe(404);
+    expect((await dev.post('/v1/services/ghost/rollback?env=dev', {})).status).toBe(404);
+    expect((await dev.post('/v1/services/solo/rollback?env=dev&revision=latest', {})).status).toBe(400);
+    expect((await dev.post('/v1/services/solo/rollback?env=dev', { force: true })).status).toBe(400);
+  });
+
+  it('applying an existing tag replaces its stored spec', async () => {
+    await apply(dev, 'dev', ssd({ name: 'respec', replicas: 1 }));
+    await apply(dev, 'dev', ssd({ name: 'respec', tag: '2.0.0' }));
+    await apply(dev, 'dev', ssd({ name: 'respec', replicas: 4 })); // v1.0.0 again, new spec
+    const back = await dev.post('/v1/services/respec/rollback?env=dev', {});
+    expect(back.body.data).toMatchObject({ current_revision: 'v2.0.0' });
+    const again = await dev.post('/v1/services/respec/rollback?env=dev&revision=v1.0.0', {});
+    expect(again.body.data.replicas.desired).toBe(4);
+  });
+});
+
+describe('canary', () => {
+  it('start, weight, halt, resume, promote, with history after each step', async () => {
+    await apply(dev, 'dev', ssd({ name: 'can', tag: '1.0.0' }));
+    await healthy('can', 'dev');
+    expect((await dev.get('/v1/services/can/canary?env=dev')).body.data).toEqual({
+      service: 'can',
+      environment: 'dev',
+      canary_active: false,
+      stable: { revision: 'v1.0.0', image: 'registry.example.com/platform/can:1.0.0', weight: 100 },
+      canary: null,
+    });
+    expect((await dev.put('/v1/services/can/canary/weight?env=dev', { weight: 50 })).status).toBe(409);
+    expect((await dev.post('/v1/services/can/canary/promote?env=dev')).status).toBe(409);
+
+    const started = await apply(dev, 'dev', ssd({ name: 'can', tag: '2.0.0', strategy: 'canary', weight: 20 }));
+    expect(started.body.data).toMatchObject({ current_revision: 'v1.0.0', status: 'deploying' });
+    expect(await history('can', 'dev')).toEqual([
+      ['v2.0.0', 'available'],
+      ['v1.0.0', 'current'],
+    ]);
+    const state = (await dev.get('/v1/services/can/canary?env=dev')).body.data;
+    expect(state).toMatchObject({ canary_active: true, stable: { revision: 'v1.0.0', weight: 80 }, canary: { revision: 'v2.0.0', weight: 20 } });
+
+    const weighted = await dev.put('/v1/services/can/canary/weight?env=dev', { weight: 60 });
+    expect(weighted.body.data).toMatchObject({ canary_active: true, stable: { weight: 40 }, canary: { weight: 60 } });
+
+    const halted = await dev.post('/v1/services/can/canary/halt?env=dev');
+    expect(halted.body.data).toMatchObject({ canary_active: true, stable: { weight: 100 }, canary: { revision: 'v2.0.0', weight: 0 } });
+    expect(await history('can', 'dev')).toEqual([
+      ['v2.0.0', 'available'],
+      ['v1.0.0', 'current'],
+    ]);
+    const resumed = await dev.put('/v1/services/can/canary/weight?env=dev', { weight: 30 });
+    expect(resumed.body.data.canary.weight).toBe(30);
+
+    await healthy('can', 'dev'); // the canary's replicas are ready
+    const promoted = await dev.post('/v1/services/can/canary/promote?env=dev');
+    expect(promoted.body.data).toMatchObject({
+      status: 'healthy',
+      current_revision: 'v2.0.0',
+      previous_revision: 'v1.0.0',
+      image: 'registry.example.com/platform/can:2.0.0',
+      dry_run: false,
+    });
+    expect(await history('can', 'dev')).toEqual([
+      ['v2.0.0', 'current'],
+      ['v1.0.0', 'previous'],
+    ]);
+    expect((await dev.get('/v1/services/can/canary?env=dev')).body.data).toMatchObject({ canary_active: false, canary: null });
+    const events = (await stack.admin.get('/v1/audit/deployments?service=can')).body.data.map((e: any) => e.event);
+    expect(events).toEqual(['canary.promoted', 'canary.weight_set', 'canary.halted', 'canary.weight_set', 'service.applied', 'service.applied']);
+  });
+
+  it('weight 100 promotes and weight 0 halts; bad weights are 400', async () => {
+    await apply(dev, 'dev', ssd({ name: 'can2', tag: '1.0.0' }));
+    await apply(dev, 'dev', ssd({ name: 'can2', tag: '1.1.0', strategy: 'canary' }));
+    expect((await dev.get('/v1/services/can2/canary?env=dev')).body.data.canary.weight).toBe(10); // the default
+    for (const weight of [-1, 101, 50.5, '50']) {
+      expect((await dev.put('/v1/services/can2/canary/weight?env=dev', { weight })).status, String(weight)).toBe(400);
+    }
+    expect((await dev.put('/v1/services/can2/canary/weight?env=dev', {})).status).toBe(400);
+    const zero = await dev.put('/v1/services/can2/canary/weight?env=dev', { weight: 0 });
+    expect(zero.body.data).toMatchObject({ canary_active: true, canary: { weight: 0 } });
+    const full = await dev.put('/v1/services/can2/canary/weight?env=dev', { weight: 100 });
+    expect(full.body.data).toMatchObject({ canary_active: false, stable: { revision: 'v1.1.0', weight: 100 }, canary: null });
+    expect(await history('can2', 'dev')).toEqual([
+      ['v1.1.0', 'current'],
+      ['v1.0.0', 'previous'],
+    ]);
+  });
+
+  it('a canary on a service with no current revision is simply deployed', async () => {
+    const res = await apply(dev, 'dev', ssd({ name: 'fresh', strategy: 'canary' }));
+    expect(res.body.data).toMatchObject({ current_revision: 'v1.0.0', previous_revision: null });
+    expect((await dev.get('/v1/services/fresh/canary?env=dev')).body.data.canary_active).toBe(false);
+  });
+});
+
+describe('lists and paging', () => {
+  it('lists services per environment with status filter and paging bounds', async () => {
+    for (const name of ['page-a', 'page-b', 'page-c']) await apply(dev, 'staging', ssd({ name }));
+    const all = await dev.get('/v1/services?env=staging&per_page=200');
+    expect(all.body.meta).toMatchObject({ page: 1, per_page: 200 });
+    const names = all.body.data.map((s: { name: string }) => s.name);
+    expect(names).toEqual([...names].sort());
+    expect(names).toEqual(expect.arrayContaining(['page-a', 'page-b', 'page-c']));
+    const second = await dev.get('/v1/services?env=staging&per_page=1&page=2');
+    expect(second.body.data).toHaveLength(1);
+    expect(second.body.meta).toEqual({ page: 2, per_page: 1, total: all.body.meta.total });
+    expect((await dev.get('/v1/services?env=staging&page=999')).body.data).toEqual([]);
+    await healthy('page-c', 'staging');
+    const healthyOnes = await dev.get('/v1/services?env=staging&status=healthy');
+    expect(healthyOnes.body.data.every((s: { status: string }) => s.status === 'healthy')).toBe(true);
+    for (const q of ['per_page=0', 'per_page=201', 'page=0', 'status=sleeping']) {
+      expect((await dev.get(`/v1/services?env=staging&${q}`)).status, q).toBe(400);
+    }
+    expect((await dev.get('/v1/services?env=staging')).body.meta.per_page).toBe(50);
+  });
+
+  it('revision history pages at most 100, default 20', async () => {
+    for (let i = 0; i < 3; i++) await apply(dev, 'dev', ssd({ name: 'hist', tag: `1.0.${i}` }));
+    const page = await dev.get('/v1/services/hist/revisions?env=dev&per_page=2&page=2');
+    expect(page.body.data.map((r: { revision: string }) => r.revision)).toEqual(['v1.0.0']);
+    expect(page.body.meta).toEqual({ page: 2, per_page: 2, total: 3 });
+    expect((await dev.get('/v1/services/hist/revisions?env=dev')).body.meta.per_page).toBe(20);
+    expect((await dev.get('/v1/services/hist/revisions?env=dev&per_page=100')).status).toBe(200);
+    expect((await dev.get('/v1/services/hist/revisions?env=dev&per_page=101')).status).toBe(400);
+    expect((await dev.get('/v1/services/hist/revisions')).status).toBe(400);
+  });
+});
+
+describe('restart', () => {
+  it('a rollout under way when the server stops resumes when it starts again', async () => {
+    const first = await startStack({ simReplicaMs: 150 });
+    const dataDir = first.dataDir;
+    await apply(first.admin, 'dev', ssd({ name: 'resume', replicas: 6 }));
+    await waitFor(async () => (await first.admin.get('/v1/services/resume?env=dev')).body.data.replicas.ready >= 2, 'two replicas');
+    await first.stopServer();
+    const second = await startStack({ dataDir, simReplicaMs: 20 });
+    try {
+      const mid = (await second.admin.get('/v1/services/resume?env=dev')).body.data;
+      expect(mid.status).toBe('deploying');
+      expect(mid.replicas.ready).toBeGreaterThanOrEqual(2);
+      expect(mid.replicas.ready).toBeLessThan(6);
+      const done = await waitFor(async () => {
+        const s = (await second.admin.get('/v1/services/resume?env=dev')).body.data;
+        return s.status === 'healthy' && s;
+      }, 'the rollout to finish after the restart');
+      expect(done).toMatchObject({ replicas: { desired: 6, ready: 6 }, gitops_sync_status: 'Synced' });
+    } finally {
+      await second.stop();
+      await first.stop();
+    }
+  });
+});

@@ -22,6 +22,8 @@ import { createStreamAccess } from './services/stream-access';
 import { createDeploymentService } from './deploy/service';
 import type { RuntimeFactory } from './deploy/runtime';
 import { serviceRoutes } from './routes/services';
+import { createFleetService } from './fleet/service';
+import { fleetRoutes } from './routes/fleet';
 import type { Store } from './store/index';
 
 export interface ApiDeps {
@@ -75,6 +77,7 @@ export function createApi(deps: ApiDeps) {
       auditLimiter: createSlidingWindowLimiter(AUDIT_LIST_PER_MINUTE, minute, now),
     }),
     serviceRoutes(deployments, store),
+    fleetRoutes(createFleetService(store, now)),
   ];
   for (const r of routes) app.use(r.routes());
 

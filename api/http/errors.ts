@@ -5,6 +5,7 @@
  */
 import type { Middleware } from 'koa';
 import { ApiError } from '../errors';
+import { asFleetError, FleetError, isFleetPath } from '../fleet/errors';
 import type { Logger } from '../../shared/log';
 import type { Counter } from '../../shared/metrics';
 
@@ -31,18 +32,31 @@ export function errorHandler(log: Logger, requests: Counter): Middleware {
       }
     } catch (err) {
       const requestId = ctx.state.requestId as string;
-      let apiError: ApiError;
-      if (err instanceof ApiError) {
-        apiError = err;
+      let known: ApiError | FleetError;
+      if (err instanceof ApiError || err instanceof FleetError) {
+        known = err;
       } else {
         log.error('unhandled error', { request_id: requestId, err });
-        apiError = new ApiError('internal_error', `internal error. Request ID: ${requestId}`);
+        known = new ApiError('internal_error', `internal error. Request ID: ${requestId}`);
       }
-      const body: ErrorBody = { error: apiError.code, message: apiError.message, status: apiError.status };
-      if (apiError.details) body.details = apiError.details;
-      for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);
-      ctx.status = apiError.status;
-      ctx.body = body;
+      if (known instanceof ApiError) for (const [name, value] of Object.entries(known.headers ?? {})) ctx.set(name, value);
+      if (isFleetPath(ctx.path)) {
+        // The fleet interface has its own error shape (CONTRACT 6).
+        const fleet = asFleetError(known);
+        ctx.status = fleet.status;
+        ctx.body = {
+          status: 'error',
+          error: { code: fleet.code, message: fleet.message, ...(fleet.details ? { details: fleet.details } : {}) },
+          timestamp: new Date().toISOString(),
+          request_id: requestId,
+        };
+      } else {
+        const apiError = known instanceof ApiError ? known : new ApiError('internal_error', `internal error. Request ID: ${requestId}`);
+        const body: ErrorBody = { error: apiError.code, message: apiError.message, status: apiError.status };
+        if (apiError.details) body.details = apiError.details;
+        ctx.status = apiError.status;
+        ctx.body = body;
+      }
     } finally {
       const route = routeOf(ctx);
       requests.inc({ method: ctx.method, route, status: String(ctx.status) });

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { createAuditRepo } from './audit';
 import { openDatabase, type Db } from './db';
 import { createDeviceRepo } from './devices';
+import { createFleetRepo } from './fleet';
 import { createServiceRepo } from './services';
 import { createSessionRepo } from './sessions';
 import { createTokenRepo } from './tokens';
@@ -16,6 +17,7 @@ export interface Store {
   sessions: ReturnType<typeof createSessionRepo>;
   audit: ReturnType<typeof createAuditRepo>;
   services: ReturnType<typeof createServiceRepo>;
+  fleet: ReturnType<typeof createFleetRepo>;
   /** A named random secret, created on first use and kept from then on. */
   secret(name: string): Buffer;
   close(): void;
@@ -32,6 +34,7 @@ export function openStore(dataDir: string): Store {
     sessions: createSessionRepo(db),
     audit: createAuditRepo(db),
     services: createServiceRepo(db),
+    fleet: createFleetRepo(db),
     secret(name) {
       db.prepare('INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)').run(name, randomBytes(32));
       return (db.prepare('SELECT value FROM secrets WHERE name = ?').get(name) as { value: Buffer }).value;

@@ -1,6 +1,7 @@
 /** @module The numbered schema migrations, applied in order; `PRAGMA user_version` records the last. */
 import m001 from './001-identity-devices-sessions';
 import m002 from './002-deployments';
+import m003 from './003-fleet';
 
 export interface Migration {
   version: number;
@@ -11,4 +12,5 @@ export interface Migration {
 export const migrations: readonly Migration[] = [
   { version: 1, name: 'identity-devices-sessions', sql: m001 },
   { version: 2, name: 'deployments', sql: m002 },
+  { version: 3, name: 'fleet', sql: m003 },
 ];

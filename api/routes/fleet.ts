@@ -1,0 +1,133 @@
+/**
+ * @module The fleet interface (seed 4.3, CONTRACT 6): its own envelope and errors, the tenant in
+ * `X-Tenant-ID` checked against the token's tenants, and scopes `fleet:read` / `fleet:write`.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { principalOf } from '../http/auth';
+import { readJsonBody } from '../http/body';
+import { issuesToDetails } from '../http/validate';
+import { FleetError } from '../fleet/errors';
+import type { FleetService } from '../fleet/service';
+
+const TENANT = /^[A-Za-z0-9._-]{1,64}$/;
+const VIN = /^[A-HJ-NPR-Z0-9]{17}$/;
+
+const groupBody = z.strictObject({
+  name: z.string().max(1000).refine((n) => n.trim().length > 0, 'must not be blank').refine((n) => n.trim().length <= 100, 'must be at most 100 characters'),
+  description: z.string().max(1000).optional(),
+  region: z.string().regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'must be a lower-case hyphenated region name, e.g. eu-west-1').max(64).optional(),
+  tags: z.array(z.string().min(1).max(64)).max(50).optional(),
+});
+const vehicleBody = z.strictObject({
+  vin: z.string().regex(VIN, 'must be 17 characters of A-Z (without I, O, Q) and 0-9'),
+  vehicle_id: z.string().regex(/^veh_[a-z0-9]{1,40}$/, 'must look like veh_ followed by lower-case letters and digits').optional(),
+  device_id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a device id').optional(),
+});
+const assignBody = z.strictObject({ group_id: z.string().min(1).max(64) });
+const pageQuery = z.strictObject({
+  page: z.string().regex(/^\d{1,9}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1)).default(1),
+  limit: z.string().regex(/^\d{1,9}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1).max(100)).default(20),
+});
+
+type Scope = 'fleet:read' | 'fleet:write';
+
+/** The tenant of the request, once the token may act in it with `scope`. */
+function tenantOf(ctx: Context, scope: Scope): string {
+  const tenant = ctx.get('x-tenant-id');
+  if (!tenant) throw new FleetError('MISSING_TENANT_ID', 'the X-Tenant-ID header is required');
+  if (!TENANT.test(tenant)) {
+    throw new FleetError('VALIDATION_ERROR', 'X-Tenant-ID must be 1-64 characters of [A-Za-z0-9._-]', [
+      { path: 'X-Tenant-ID', message: 'invalid tenant id' },
+    ]);
+  }
+  const p = principalOf(ctx);
+  if (!p.tenants.includes('*') && !p.tenants.includes(tenant)) {
+    throw new FleetError('TENANT_FORBIDDEN', `this token is not granted tenant ${tenant}`);
+  }
+  if (!p.scopes.includes('*') && !p.scopes.includes(scope)) {
+    throw new FleetError('INSUFFICIENT_SCOPE', `this operation needs scope ${scope}`);
+  }
+  return tenant;
+}
+
+/** Parses a body; absent required fields are MISSING_REQUIRED_FIELD, anything else VALIDATION_ERROR. */
+async function bodyOf<S extends z.ZodType>(ctx: Context, schema: S, required: string[]): Promise<z.output<S>> {
+  const raw = await readJsonBody(ctx);
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new FleetError('VALIDATION_ERROR', 'the body must be a JSON object');
+  }
+  const missing = required.filter((f) => (raw as Record<string, unknown>)[f] === undefined || (raw as Record<string, unknown>)[f] === null);
+  if (missing.length > 0) {
+    throw new FleetError(
+      'MISSING_REQUIRED_FIELD',
+      `required field${missing.length > 1 ? 's' : ''} missing: ${missing.join(', ')}`,
+      missing.map((path) => ({ path, message: 'is required' })),
+    );
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const details = issuesToDetails(parsed.error.issues);
+    throw new FleetError('VALIDATION_ERROR', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
+  }
+  return parsed.data;
+}
+
+function pageOf(ctx: Context) {
+  const query: Record<string, string> = {};
+  for (const [k, v] of Object.entries(ctx.query)) {
+    if (Array.isArray(v)) throw new FleetError('VALIDATION_ERROR', `query parameter ${k} given more than once`, [{ path: k, message: 'given more than once' }]);
+    if (v !== undefined) query[k] = v;
+  }
+  const parsed = pageQuery.safeParse(query);
+  if (!parsed.success) {
+    const details = issuesToDetails(parsed.error.issues);
+    throw new FleetError('VALIDATION_ERROR', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
+  }
+  return parsed.data;
+}
+
+function success(ctx: Context, data: unknown, status = 200): void {
+  ctx.status = status;
+  ctx.body = { status: 'success', data, timestamp: new Date().toISOString(), request_id: ctx.state.requestId };
+}
+
+export function fleetRoutes(fleet: FleetService): Router {
+  const router = new Router();
+
+  router.post('/v1/fleet/groups', async function createGroup(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:write');
+    const body = await bodyOf(ctx, groupBody, ['name']);
+    success(ctx, fleet.createGroup(tenant, principalOf(ctx).username, body), 201);
+  });
+
+  router.get('/v1/fleet/groups', function listGroups(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:read');
+    success(ctx, fleet.listGroups(tenant, pageOf(ctx)));
+  });
+
+  router.get('/v1/fleet/groups/:groupId', function getGroup(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:read');
+    success(ctx, fleet.getGroup(tenant, ctx.params.groupId!));
+  });
+
+  router.get('/v1/fleet/groups/:groupId/vehicles', function groupVehicles(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:read');
+    success(ctx, fleet.groupVehicles(tenant, ctx.params.groupId!, pageOf(ctx)));
+  });
+
+  router.post('/v1/fleet/vehicles', async function registerVehicle(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:write');
+    const body = await bodyOf(ctx, vehicleBody, ['vin']);
+    success(ctx, fleet.registerVehicle(tenant, body), 201);
+  });
+
+  router.put('/v1/fleet/vehicles/:vehicleId/group', async function assignVehicle(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:write');
+    const body = await bodyOf(ctx, assignBody, ['group_id']);
+    success(ctx, fleet.assign(tenant, principalOf(ctx).username, ctx.params.vehicleId!, body.group_id));
+  });
+
+  return router;
+}

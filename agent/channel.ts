@@ -7,8 +7,8 @@ import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
 import { WebSocket, type RawData } from 'ws';
 
-export const CHANNEL_HIGH_WATER = 1024 * 1024;
-export const CHANNEL_LOW_WATER = 256 * 1024;
+export const CHANNEL_HIGH_WATER = 4 * 1024 * 1024;
+export const CHANNEL_LOW_WATER = 1024 * 1024;
 
 export interface ChannelEvents {
   text: [data: string];

@@ -57,7 +57,7 @@ export function createStreamServer(config: Readonly<AgentConfig>, deps: { log: L
         [AGENT_HEADERS.streamId]: req.stream_id,
       },
       handshakeTimeout: 10_000,
-      maxPayload: 1024 * 1024,
+      maxPayload: 4 * 1024 * 1024,
       perMessageDeflate: false,
     });
     const stream: ActiveStream = { streamId: req.stream_id, sessionId: req.session_id, ws };

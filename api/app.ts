@@ -8,6 +8,7 @@ import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Ticketer } from '../shared/tickets';
 import { authenticate } from './http/auth';
+import { createTokenResolver } from './http/token-cache';
 import { errorHandler } from './http/errors';
 import { createSlidingWindowLimiter } from './http/rate-limit';
 import { requestId } from './http/request-id';
@@ -41,7 +42,8 @@ export interface ApiDeps {
 
 export function createApi(deps: ApiDeps) {
   const { store, relay, log, metrics, now } = deps;
-  const identity = createIdentityService(store, now);
+  const tokens = createTokenResolver(store.tokens);
+  const identity = createIdentityService(store, now, (tokenId) => tokens.revoked(tokenId));
   const sessions = createSessionService({ store, relay, log: log.child({ component: 'sessions' }), now });
   // The runtime reports to the deployment service, which exists once the runtime does.
   const runtime = deps.runtime((report) => deployments.onReport(report), log.child({ component: 'runtime' }));
@@ -58,7 +60,7 @@ export function createApi(deps: ApiDeps) {
   const publicRoutes = [healthRoutes(store, metrics), publicIdentityRoutes(identity)];
   for (const r of publicRoutes) app.use(r.routes());
 
-  app.use(authenticate(store.tokens, now));
+  app.use(authenticate(tokens, now));
   const routes = [
     identityRoutes(identity),
     deviceRoutes({
@@ -87,7 +89,7 @@ export function createApi(deps: ApiDeps) {
     identity,
     sessions,
     /** Decides who may connect to a session's stream (the broker asks). */
-    authorizeStream: createStreamAccess(store, deps.ticketer, now),
+    authorizeStream: createStreamAccess(store, tokens, deps.ticketer, now),
     /** Adds tunnel byte counts to session records (the broker reports them). */
     recordBytes: (counts: Map<string, { toDevice: number; fromDevice: number }>) => store.sessions.addBytes(counts),
     /** Reconciles sessions left open by a previous run and arms the expiry timer. */

@@ -46,9 +46,9 @@ export interface SessionNotice {
 export function createBroker(deps: BrokerDeps) {
   const log = deps.log;
   const tunnelBytes = deps.metrics.counter('tether_tunnel_bytes_total', 'Payload bytes relayed through tunnels, by direction.');
-  // Registered now so the series exist from the first scrape.
-  tunnelBytes.inc({ direction: 'to_device' }, 0);
-  tunnelBytes.inc({ direction: 'from_device' }, 0);
+  // Resolved once (every relayed frame bumps one), and present from the first scrape.
+  const bytesTo = tunnelBytes.series({ direction: 'to_device' });
+  const bytesFrom = tunnelBytes.series({ direction: 'from_device' });
 
   const agents = createAgentChannel({
     log: log.child({ component: 'agents' }),
@@ -64,7 +64,7 @@ export function createBroker(deps: BrokerDeps) {
     authenticateAgent: deps.authenticateAgent,
     sendToAgent: (deviceId, msg) => agents.sendTo(deviceId, msg),
     recordBytes: deps.recordBytes,
-    onBytes: (direction, bytes) => tunnelBytes.inc({ direction }, bytes),
+    onBytes: (direction, bytes) => (direction === 'to_device' ? bytesTo : bytesFrom).inc(bytes),
     joinTimeoutMs: deps.joinTimeoutMs,
   });
   deps.metrics.gauge('tether_agents_online', 'Agents connected to the broker.', () => agents.registry.size);

@@ -15,10 +15,10 @@ import { rejectUpgrade } from './reject';
 import { closeOnce, sendableCode, splice, type Splice } from './splice';
 
 /** Frames of a data stream; tar chunks and terminal bytes are far smaller. */
-export const STREAM_MAX_PAYLOAD = 1024 * 1024;
+export const STREAM_MAX_PAYLOAD = 4 * 1024 * 1024;
 /** Per direction, bytes accepted but not yet written before the source is paused. */
-export const SPLICE_HIGH_WATER = 1024 * 1024;
-export const SPLICE_LOW_WATER = 256 * 1024;
+export const SPLICE_HIGH_WATER = 4 * 1024 * 1024;
+export const SPLICE_LOW_WATER = 1024 * 1024;
 const FLUSH_INTERVAL_MS = 1000;
 const AGENT_RETRY_MS = 250;
 

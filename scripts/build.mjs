@@ -26,6 +26,13 @@ await Promise.all([
   }),
   build({
     ...common,
+    entryPoints: { bench: 'bench/main.ts', 'bench-swarm': 'bench/swarm.ts' },
+    outdir: 'dist',
+    outExtension: { '.js': '.cjs' },
+    packages: 'external',
+  }),
+  build({
+    ...common,
     entryPoints: ['cmd/agent-main.ts'],
     outfile: 'dist/tether-agent.js',
     // Native modules cannot be bundled; ws loads bufferutil/utf-8-validate optionally.

@@ -7,6 +7,8 @@ type Labels = Record<string, string>;
 
 export interface Counter {
   inc(labels?: Labels, by?: number): void;
+  /** The series of one label set, resolved once: for counters bumped on hot paths. */
+  series(labels: Labels): { inc(by?: number): void };
 }
 
 interface Family {
@@ -44,12 +46,23 @@ export function createMetrics(): Metrics {
     counter(name, help) {
       const values = new Map<string, [Labels, number]>();
       register({ name, help, type: 'counter', samples: () => [...values.values()] });
+      const entryOf = (labels: Labels): [Labels, number] => {
+        const key = renderLabels(labels);
+        let entry = values.get(key);
+        if (!entry) values.set(key, (entry = [labels, 0]));
+        return entry;
+      };
       return {
         inc(labels = {}, by = 1) {
-          const key = renderLabels(labels);
-          const entry = values.get(key);
-          if (entry) entry[1] += by;
-          else values.set(key, [labels, by]);
+          entryOf(labels)[1] += by;
+        },
+        series(labels) {
+          const entry = entryOf(labels);
+          return {
+            inc(by = 1) {
+              entry[1] += by;
+            },
+          };
         },
       };
     },

@@ -34,6 +34,9 @@ export interface ExtractResult {
   bytes: number;
 }
 
+/** How long an abort waits for the file being written to close before removing it anyway. */
+const ABORT_GRACE_MS = 1000;
+
 interface Staged {
   temp: string;
   final: string;
@@ -53,12 +56,14 @@ export function safeSegments(name: string): string[] {
  * Call `commit()` after the last chunk and `abort()` on any failure.
  */
 export function createExtraction(realRoot: string, targetDir: string, limits: ExtractOptions) {
-  const extract = tar.extract();
+  // Room for a few frames: a 16 KiB buffer (the default) would stall the socket every frame.
+  const extract = tar.extract({ highWaterMark: 4 * 1024 * 1024 });
   const staged: Staged[] = [];
   const links: Array<{ path: string; target: string }> = [];
   const createdDirs: string[] = [];
-  /** The entry being worked on (entries come one at a time). */
+  /** The entry being worked on (entries come one at a time) and its content stream. */
   let current: Promise<void> = Promise.resolve();
+  let currentEntry: { destroy(err?: Error): void } | undefined;
   let entries = 0;
   let bytes = 0;
   let failure: unknown;
@@ -105,6 +110,12 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
     if (existing?.isDirectory()) throw new TransferError('exists', `${segments.join('/')} exists and is a directory`);
     const temp = join(dir, `.${base.slice(0, 200)}.tether-${randomBytes(6).toString('hex')}.part`);
     const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    if (failure) {
+      // Aborted while the file was being created, perhaps after the cleanup ran: remove it here.
+      await handle.close();
+      await unlink(temp).catch(() => {});
+      throw failure;
+    }
     staged.push({ temp, final, mode: header.mode & 0o777, mtime: header.mtime });
     try {
       // A directory swapped for a symlink after ensureDir would show here.
@@ -138,6 +149,7 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
   }
 
   extract.on('entry', (header, stream, next) => {
+    currentEntry = stream;
     const work = (current = (async () => {
       if (failure) throw failure;
       if (++entries > limits.maxEntries) throw new TransferError('too_large', `the archive has more than ${limits.maxEntries} entries`);
@@ -222,9 +234,16 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
     /** Stops extracting and removes every temporary file and created directory. */
     async abort(reason: unknown): Promise<void> {
       failure ??= reason;
-      extract.destroy(reason instanceof Error ? reason : new Error(String(reason)));
-      await finished.catch(() => {});
-      await current.catch(() => {}); // the writer lets go of its file before we remove it
+      const err = reason instanceof Error ? reason : new Error(String(reason));
+      extract.destroy(err);
+      currentEntry?.destroy(err); // so the file being written is closed, not left waiting for data
+      // Let the writer let go of its file, but never wait on a stream that does not settle.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([finished, current]),
+        new Promise((resolve) => (timer = setTimeout(resolve, ABORT_GRACE_MS))),
+      ]);
+      clearTimeout(timer);
       await removeStaged();
     },
 

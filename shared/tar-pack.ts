@@ -13,7 +13,7 @@ import { assertOpenedInside, isInside } from './fs-confine';
 
 type TarHeader = Partial<tar.Header> & Pick<tar.Header, 'name'>;
 
-export const READ_CHUNK = 256 * 1024;
+export const READ_CHUNK = 1024 * 1024;
 
 export interface PackResult {
   files: number;
@@ -33,7 +33,7 @@ export interface PackOptions {
 /** Writes the tar of `real` (canonical, inside `realRoot`) to `out`; aborts on `signal`. */
 export async function packTree(realRoot: string, real: string, out: Writable, options: PackOptions): Promise<PackResult> {
   const { signal } = options;
-  const pack = tar.pack();
+  const pack = tar.pack({ highWaterMark: 4 * 1024 * 1024 });
   const base = dirname(real);
   const result: PackResult = { files: 0, bytes: 0 };
   const topName = options.topName;

@@ -9,7 +9,7 @@ import { ApiError, conflict, notFound } from '../errors';
 import { requireRole } from '../http/auth';
 import type { Role } from '../roles';
 import type { Store } from '../store/index';
-import type { Environment, RevisionRow, ServiceRow } from '../store/services';
+import type { CurrentImage, Environment, RevisionRow, ServiceRow } from '../store/services';
 import type { Principal } from '../store/tokens';
 import type { DeploymentRuntime, RolloutTarget, RuntimeReport } from './runtime';
 import { parseSsd, SERVICE_NAME } from './ssd';
@@ -53,13 +53,20 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
     };
   }
 
+  /** The current revision's image, read along with the row unless the row has moved on since. */
+  function imageOf(row: ServiceRow & Partial<CurrentImage>): string {
+    return row.current_image_of === row.current_revision && row.current_image
+      ? row.current_image
+      : revisionOf(row, row.current_revision).image;
+  }
+
   /** The service record (seed 2.3), with the action or read extras the caller asks for. */
   function view(row: ServiceRow, extra: { previous?: boolean; sync?: boolean; dryRun?: boolean; image?: string } = {}) {
     return {
       name: row.name,
       environment: row.environment,
       status: row.status,
-      image: extra.image ?? revisionOf(row, row.current_revision).image,
+      image: extra.image ?? imageOf(row),
       replicas: { desired: row.desired_replicas, ready: row.ready_replicas },
       current_revision: row.current_revision,
       ...(extra.previous ? { previous_revision: row.previous_revision } : {}),
@@ -72,7 +79,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
   }
 
   function canaryView(row: ServiceRow) {
-    const stable = revisionOf(row, row.current_revision);
+    const stable = { revision: row.current_revision, image: imageOf(row) };
     const weight = row.canary_weight ?? 0;
     return {
       service: row.name,

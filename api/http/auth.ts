@@ -3,10 +3,10 @@
  * unrevoked and unexpired on every request, so a revocation takes effect on the next one.
  */
 import type { Context, Middleware } from 'koa';
-import { sha256Hex } from '../../shared/ids';
 import { forbidden, unauthorized } from '../errors';
 import { hasRole, type Role } from '../roles';
-import type { Principal, TokenRepo } from '../store/tokens';
+import type { Principal } from '../store/tokens';
+import type { TokenResolver } from './token-cache';
 
 // RFC 6750 b64token after exactly one space; the scheme name is case-insensitive (RFC 7235).
 const BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i;
@@ -16,19 +16,11 @@ export function bearerToken(header: string | undefined): string | undefined {
   return header ? BEARER.exec(header)?.[1] : undefined;
 }
 
-/** Resolves a raw token to its principal when it is valid at `now` (ms). */
-export function resolveToken(tokens: TokenRepo, token: string, now: number): Principal | undefined {
-  const principal = tokens.findByHash(sha256Hex(token));
-  if (!principal || principal.revoked_at !== null) return undefined;
-  if (principal.expires_at !== null && Date.parse(principal.expires_at) <= now) return undefined;
-  return principal;
-}
-
-export function authenticate(tokens: TokenRepo, now: () => number): Middleware {
+export function authenticate(tokens: TokenResolver, now: () => number): Middleware {
   return async function authenticateMiddleware(ctx, next) {
     const token = bearerToken(ctx.get('authorization') || undefined);
     if (!token) throw unauthorized('missing or malformed Authorization header; expected "Bearer <token>"');
-    const principal = resolveToken(tokens, token, now());
+    const principal = tokens.resolve(token, now());
     if (!principal) throw unauthorized('token is unknown, expired or revoked');
     ctx.state.principal = principal;
     await next();

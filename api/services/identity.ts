@@ -40,7 +40,7 @@ export interface TokenRequest {
   token?: string | undefined;
 }
 
-export function createIdentityService(store: Store, now: () => number) {
+export function createIdentityService(store: Store, now: () => number, onRevoked: (tokenId: string) => void = () => {}) {
   const iso = (ms: number) => new Date(ms).toISOString();
 
   function issue(username: string, ttlSeconds: number | null, req: TokenRequest): IssuedToken {
@@ -109,6 +109,7 @@ export function createIdentityService(store: Store, now: () => number) {
     revokeToken(tokenId: string): void {
       if (!store.tokens.exists(tokenId)) throw notFound(`no token ${tokenId}`);
       store.tokens.revoke(tokenId, iso(now()));
+      onRevoked(tokenId);
     },
 
     /** Registers a device and returns its agent token, shown this once only. */

@@ -4,11 +4,11 @@
  */
 import { STREAM_CLOSE, type StreamAccess } from '../../shared/stream';
 import type { Ticketer } from '../../shared/tickets';
-import { resolveToken } from '../http/auth';
+import type { TokenResolver } from '../http/token-cache';
 import type { Store } from '../store/index';
 import { canSee } from './sessions';
 
-export function createStreamAccess(store: Store, ticketer: Ticketer, now: () => number) {
+export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer: Ticketer, now: () => number) {
   const deny = (code: number, reason: string): StreamAccess => ({ ok: false, code, reason });
 
   return function authorizeStream(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess {
@@ -18,7 +18,7 @@ export function createStreamAccess(store: Store, ticketer: Ticketer, now: () => 
         return deny(STREAM_CLOSE.unknownSession, 'unknown session or bad ticket');
       }
     } else if (credentials.bearer !== undefined) {
-      const principal = resolveToken(store.tokens, credentials.bearer, now());
+      const principal = tokens.resolve(credentials.bearer, now());
       if (!principal) return deny(STREAM_CLOSE.noCredentials, 'token is unknown, expired or revoked');
       if (!session || !canSee(principal, session)) return deny(STREAM_CLOSE.unknownSession, 'unknown session');
     } else {

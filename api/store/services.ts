@@ -20,6 +20,12 @@ export interface ServiceRow {
   created_at: string;
 }
 
+/** Read along with a service: the image of the revision that was current when it was read. */
+export interface CurrentImage {
+  current_image: string;
+  current_image_of: string;
+}
+
 export interface RevisionRow {
   service: string;
   environment: Environment;
@@ -59,7 +65,12 @@ const AUDIT_FILTER = `(@service IS NULL OR service = @service)
   AND (@since IS NULL OR at > @since)`;
 
 export function createServiceRepo(db: Db) {
-  const get = db.prepare<[string, string], ServiceRow>('SELECT * FROM services WHERE name = ? AND environment = ?');
+  // With the current revision's image, which every record shows: one statement per read.
+  const get = db.prepare<[string, string], ServiceRow & CurrentImage>(
+    `SELECT s.*, r.image AS current_image, r.revision AS current_image_of FROM services s
+       JOIN revisions r ON r.service = s.name AND r.environment = s.environment AND r.revision = s.current_revision
+      WHERE s.name = ? AND s.environment = ?`,
+  );
   const upsert = db.prepare(
     `INSERT INTO services (name, environment, status, current_revision, previous_revision, desired_replicas, ready_replicas,
                            sync_status, canary_revision, canary_weight, rollout, last_deployed_at, created_at)
@@ -77,8 +88,10 @@ export function createServiceRepo(db: Db) {
       WHERE name = ? AND environment = ? AND rollout = ?`,
   );
   const remove = db.prepare<[string, string]>('DELETE FROM services WHERE name = ? AND environment = ?');
-  const page = db.prepare<[string, string | null, string | null, number, number], ServiceRow>(
-    `SELECT * FROM services WHERE environment = ? AND (? IS NULL OR status = ?) ORDER BY name LIMIT ? OFFSET ?`,
+  const page = db.prepare<[string, string | null, string | null, number, number], ServiceRow & CurrentImage>(
+    `SELECT s.*, r.image AS current_image, r.revision AS current_image_of FROM services s
+       JOIN revisions r ON r.service = s.name AND r.environment = s.environment AND r.revision = s.current_revision
+      WHERE s.environment = ? AND (? IS NULL OR s.status = ?) ORDER BY s.name LIMIT ? OFFSET ?`,
   );
   const count = db.prepare<[string, string | null, string | null], { n: number }>(
     'SELECT COUNT(*) AS n FROM services WHERE environment = ? AND (? IS NULL OR status = ?)',
@@ -113,9 +126,10 @@ export function createServiceRepo(db: Db) {
   );
 
   return {
-    get: (name: string, env: Environment): ServiceRow | undefined => get.get(name, env),
+    get: (name: string, env: Environment): (ServiceRow & CurrentImage) | undefined => get.get(name, env),
     put(row: ServiceRow): void {
-      upsert.run(row);
+      const { current_image: _image, current_image_of: _of, ...columns } = row as ServiceRow & Partial<CurrentImage>;
+      upsert.run(columns);
     },
     /** Records a runtime report for the rollout it belongs to; false if that rollout is stale. */
     progress: (name: string, env: Environment, rollout: number, ready: number, status: ServiceStatus, sync: 'Synced' | 'OutOfSync') =>

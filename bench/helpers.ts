@@ -1,0 +1,39 @@
+/** @module Starting the helper processes of `swarm.ts` and reading what they report. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+
+export const SWARM = resolve(__dirname, 'bench-swarm.cjs');
+
+export interface Helper {
+  child: ChildProcess;
+  /** Resolves with the next JSON line the helper prints. */
+  next(): Promise<any>;
+  stop(): Promise<void>;
+}
+
+export function helper(args: string[]): Helper {
+  const child = spawn(process.execPath, [SWARM, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: any[] = [];
+  const waiters: Array<(v: any) => void> = [];
+  let partial = '';
+  child.stdout!.on('data', (c: Buffer) => {
+    const parts = (partial + c.toString()).split('\n');
+    partial = parts.pop()!;
+    for (const p of parts.filter(Boolean)) {
+      const msg = JSON.parse(p);
+      const w = waiters.shift();
+      if (w) w(msg);
+      else lines.push(msg);
+    }
+  });
+  return {
+    child,
+    next: () => (lines.length ? Promise.resolve(lines.shift()) : new Promise((r) => waiters.push(r))),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+    },
+  };
+}

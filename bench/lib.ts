@@ -1,0 +1,157 @@
+/**
+ * @module Shared pieces of the benchmarks: a real `tether server` process, agents, an HTTP
+ * helper with keep-alive, percentiles, and the results table.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const TETHER = resolve(__dirname, 'tether.cjs');
+
+export interface Result {
+  section: string;
+  name: string;
+  value: number | string;
+  unit: string;
+  target: string;
+  /** true, false, or null when there is no target or it could not be measured. */
+  met: boolean | null;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/**
+ * A directory in memory (tmpfs) when the machine has one, so transfers measure tether and not
+ * the disk (fsync still runs; on tmpfs it costs nothing, as scp, which never syncs, gets too).
+ */
+export function memoryDir(prefix: string): string {
+  return existsSync('/dev/shm') ? mkdtempSync(join('/dev/shm', prefix)) : tempDir(prefix);
+}
+
+/** Resident memory of a process in bytes, and its CPU time in seconds (Linux /proc). */
+export function processStats(pid: number): { rss: number; cpuSeconds: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rss = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)![1]) * 1024;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { rss, cpuSeconds: (Number(f[11]) + Number(f[12])) / 100 };
+}
+
+export interface ServerProcess {
+  url: string;
+  pid: number;
+  dataDir: string;
+  token: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startServer(env: Record<string, string> = {}): Promise<ServerProcess> {
+  const dataDir = tempDir('tether-bench-data-');
+  const child = spawn(process.execPath, [TETHER, 'server'], {
+    env: { ...process.env, TETHER_LISTEN: '127.0.0.1:0', TETHER_DATA_DIR: dataDir, TETHER_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((done, fail) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /tether listening on (\S+)/.exec(out);
+      if (m) done(m[1]!);
+    });
+    child.once('exit', (code) => fail(new Error(`server exited with ${code}`)));
+  });
+  return {
+    url,
+    pid: child.pid!,
+    dataDir,
+    token: readFileSync(join(dataDir, 'admin.token'), 'utf8').trim(),
+    child,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
+
+/** One JSON request; resolves with status and parsed body. */
+export function call(url: string, method: string, token: string, body?: unknown, agent: Agent = keepAlive) {
+  return new Promise<{ status: number; body: any }>((done, fail) => {
+    const req = request(url, { method, agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        done({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined });
+      });
+    });
+    req.on('error', fail);
+    req.end(body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));
+  });
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Registers a device and starts a real agent process for it; resolves once it is online. */
+export async function startAgent(server: ServerProcess, deviceId: string, filesRoot: string): Promise<AgentProcess> {
+  const created = await call(`${server.url}/v1/devices`, 'POST', server.token, { device_id: deviceId });
+  const child = spawn(process.execPath, [TETHER, 'agent', '--server', server.url, '--device-id', deviceId], {
+    env: { ...process.env, TETHER_DEVICE_TOKEN: created.body.data.agent_token, TETHER_FILES_ROOT: filesRoot, TETHER_LOG_LEVEL: 'warn' },
+    stdio: 'ignore',
+  });
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const s = await call(`${server.url}/v1/devices/${deviceId}/agent-status`, 'GET', server.token);
+    if (s.body.data.agent_status === 'online') break;
+    if (Date.now() > deadline) throw new Error(`agent ${deviceId} did not come online`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    child,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+    },
+  };
+}
+
+/** Runs a command to completion; rejects on a non-zero exit. */
+export function run(command: string, args: string[], env: Record<string, string> = {}): Promise<void> {
+  return new Promise((done, fail) => {
+    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+    child.once('exit', (code) => (code === 0 ? done() : fail(new Error(`${command} ${args.join(' ')} exited ${code}: ${err.slice(-500)}`))));
+  });
+}
+
+export function printTable(results: Result[]): void {
+  const rows = results.map((r) => [r.section, r.name, String(r.value), r.unit, r.target, r.met === null ? '-' : r.met ? 'yes' : 'MISS']);
+  const header = ['section', 'benchmark', 'value', 'unit', 'target', 'met'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 2 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) console.log(line(r));
+}

@@ -1,0 +1,142 @@
+/**
+ * @module Helper processes for the benchmarks, so that load does not share the measured
+ * process's CPU: `relay PORT` (a bare WebSocket splice, the limit), `source URL BYTES` and
+ * `sink URL BYTES` (endpoints of a bare transfer), `agents URL FILE` (light clients speaking the
+ * real agent protocol, one per device in FILE, spread over several source addresses), and
+ * `stream-agent URL DEVICE TOKEN BYTES` (answers each stream by sending BYTES).
+ */
+import { readFileSync } from 'node:fs';
+import { WebSocket, WebSocketServer } from 'ws';
+import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/protocol';
+import { AGENT_SUBPROTOCOL } from '../shared/version';
+
+const CHUNK = 256 * 1024;
+const HIGH = 4 * 1024 * 1024;
+
+function report(msg: object): void {
+  process.stdout.write(`${JSON.stringify(msg)}\n`);
+}
+
+/** Sends `bytes` as binary frames as fast as the socket takes them. */
+function pump(ws: WebSocket, bytes: number, done: () => void): void {
+  const chunk = Buffer.alloc(CHUNK, 7);
+  let sent = 0;
+  const more = () => {
+    while (sent < bytes && ws.bufferedAmount < HIGH) {
+      const n = Math.min(CHUNK, bytes - sent);
+      sent += n;
+      ws.send(n === CHUNK ? chunk : chunk.subarray(0, n), { binary: true }, sent >= bytes ? done : undefined);
+    }
+    if (sent < bytes) setImmediate(more);
+  };
+  more();
+}
+
+const [mode, ...args] = process.argv.slice(2);
+
+if (mode === 'relay') {
+  // The minimal splice: two connections, frames copied both ways with the same backpressure rule.
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, maxPayload: 4 * 1024 * 1024 });
+  let waiting: WebSocket | undefined;
+  wss.on('connection', (ws) => {
+    if (!waiting) {
+      waiting = ws;
+      ws.pause();
+      return;
+    }
+    const a = waiting;
+    waiting = undefined;
+    for (const [src, dst] of [[a, ws], [ws, a]] as const) {
+      src.on('message', (data, isBinary) => {
+        dst.send(data, { binary: isBinary }, () => {
+          if (src.isPaused && dst.bufferedAmount < 256 * 1024) src.resume();
+        });
+        if (dst.bufferedAmount > 1024 * 1024) src.pause();
+      });
+      src.on('close', () => dst.close());
+    }
+    a.resume();
+  });
+  wss.on('listening', () => report({ port: (wss.address() as { port: number }).port }));
+} else if (mode === 'source') {
+  const [url, bytes] = args;
+  const ws = new WebSocket(url!, { perMessageDeflate: false });
+  ws.on('open', () => pump(ws, Number(bytes), () => report({ sent: Number(bytes) })));
+} else if (mode === 'sink') {
+  const [url, bytes] = args;
+  const ws = new WebSocket(url!, { perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 });
+  let got = 0;
+  let started = 0;
+  ws.on('open', () => report({ open: true }));
+  ws.on('message', (data: Buffer) => {
+    if (started === 0) started = performance.now();
+    got += data.length;
+    if (got >= Number(bytes)) {
+      report({ received: got, seconds: (performance.now() - started) / 1000 });
+      ws.close();
+      process.exit(0);
+    }
+  });
+} else if (mode === 'stream-agent') {
+  // Speaks the agent protocol; every stream it is asked to serve gets BYTES of binary frames.
+  const [url, deviceId, token, bytes] = args;
+  const headers = { authorization: `Bearer ${token}`, 'x-tether-device-id': deviceId! };
+  const control = new WebSocket(`${url!.replace('http', 'ws')}${AGENT_CONNECT_PATH}`, AGENT_SUBPROTOCOL, { headers });
+  control.on('open', () => report({ online: true }));
+  control.on('message', (data) => {
+    const msg = JSON.parse(data.toString());
+    if (msg.type !== 'stream.open') return;
+    const ws = new WebSocket(`${url!.replace('http', 'ws')}${AGENT_STREAM_PATH}`, AGENT_SUBPROTOCOL, {
+      headers: { ...headers, 'x-tether-stream-id': msg.stream_id },
+      perMessageDeflate: false,
+    });
+    ws.on('open', () => pump(ws, Number(bytes), () => ws.close()));
+  });
+} else if (mode === 'agents') {
+  // Light agents: one control WebSocket each, answering pings (ws does), nothing else.
+  const [url, file] = args;
+  const devices = JSON.parse(readFileSync(file!, 'utf8')) as Array<{ id: string; token: string }>;
+  const sources = ['127.0.0.1', '127.0.0.2', '127.0.0.3', '127.0.0.4'];
+  let open = 0;
+  let failed = 0;
+  let next = 0;
+  const sockets: WebSocket[] = [];
+  const connectOne = (): Promise<void> =>
+    new Promise((resolve) => {
+      const d = devices[next]!;
+      const ws = new WebSocket(`${url!.replace('http', 'ws')}${AGENT_CONNECT_PATH}`, AGENT_SUBPROTOCOL, {
+        headers: { authorization: `Bearer ${d.token}`, 'x-tether-device-id': d.id },
+        localAddress: sources[next % sources.length],
+        perMessageDeflate: false,
+      });
+      next++;
+      sockets.push(ws);
+      let opened = false;
+      ws.once('open', () => {
+        opened = true;
+        open++;
+        resolve();
+      });
+      ws.once('error', () => {
+        if (!opened) failed++;
+        resolve();
+      });
+      ws.on('close', () => {
+        if (opened) open--;
+      });
+    });
+  (async () => {
+    const workers = Array.from({ length: 64 }, async () => {
+      while (next < devices.length) await connectOne();
+    });
+    await Promise.all(workers);
+    report({ open, failed });
+  })();
+  process.on('SIGTERM', () => {
+    for (const ws of sockets) ws.terminate();
+    process.exit(0);
+  });
+} else {
+  process.stderr.write(`unknown mode ${mode}\n`);
+  process.exit(2);
+}

@@ -1,0 +1,34 @@
+/**
+ * A tiny run of `npm run bench` (a few MiB, a few samples) so the benchmark cannot rot: every
+ * section runs against a real server and agents and yields real figures. Targets are not
+ * checked here: speed is the benchmark's business, never a test's.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { expect, it } from 'vitest';
+import { tempDir } from './helpers/stack';
+
+it('the quick benchmark measures every section', async () => {
+  const out = join(tempDir('tether-bench-smoke-'), 'results.json');
+  const child = spawn(process.execPath, [resolve(__dirname, '../dist/bench.cjs'), '--quick', `--out=${out}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stdout += c.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  expect(code, stdout).toBe(0);
+  const report = JSON.parse(readFileSync(out, 'utf8'));
+  expect(report.quick).toBe(true);
+  const sections = new Set(report.results.map((r: { section: string }) => r.section));
+  expect([...sections].sort()).toEqual(['agents', 'api', 'echo', 'memory', 'time to shell', 'transfer']);
+  for (const r of report.results) {
+    if (r.value === 'skipped') continue;
+    expect(typeof r.value, r.name).toBe('number');
+    expect(Number.isFinite(r.value), r.name).toBe(true);
+  }
+  const find = (name: string) => report.results.find((r: { name: string }) => r.name.startsWith(name));
+  expect(find('tether cp 8 MiB from the device').value).toBeGreaterThan(0);
+  expect(find('agents connected to one server').value).toBe(50);
+  expect(find('agents the API shows online').value).toBe(50);
+  expect(stdout).toMatch(/section\s+benchmark\s+value\s+unit\s+target\s+met/);
+}, 180_000);

@@ -19,6 +19,7 @@ import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import type { AgentConfig } from './config';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';
 import { createStreamServer } from './streams';
+import { createShellPool, type ShellPool } from './handlers/shell-pool';
 
 export type AgentState = 'connecting' | 'connected' | 'waiting' | 'stopped';
 
@@ -47,7 +48,10 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   let livenessTimer: NodeJS.Timeout | undefined;
   let connectedAt = 0;
 
-  const streams = createStreamServer(config, { log, send: (msg) => send(msg) });
+  // Pre-started shells, from the first shell session on (when the agent keeps them at all).
+  let shells: ShellPool | undefined;
+  const shellPool = () => (config.warmShell && state !== 'stopped' ? (shells ??= createShellPool(log)) : undefined);
+  const streams = createStreamServer(config, { log, send: (msg) => send(msg), shells: shellPool });
   const sessions = new SessionTable(now, function onSessionEnd(session: KnownSession, reason: EndReason) {
     log.info('session ended', { session_id: session.sessionId, protocol: session.protocol, reason });
     void streams.endSession(session.sessionId, reason).then(() => send({ type: 'session.ended', session_id: session.sessionId }));
@@ -174,6 +178,8 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
       clearTimeout(reconnectTimer);
       sessions.endAll('agent_stopping');
       await streams.stopAll();
+      shells?.stop();
+      shells = undefined;
       const socket = ws;
       if (!socket || socket.readyState === WebSocket.CLOSED) return;
       await new Promise<void>((resolve) => {

@@ -18,6 +18,7 @@ const schema = z.object({
   logDirs: z.string().min(1).default('/var/log'),
   maxSessions: z.coerce.number().int().min(1).max(10_000).default(16),
   maxUploadBytes: z.coerce.number().int().min(0).default(0),
+  warmShell: z.enum(['0', '1', 'true', 'false'], { error: 'must be 1 or 0' }).default('1'),
 });
 
 export interface AgentConfig {
@@ -33,6 +34,8 @@ export interface AgentConfig {
   maxSessions: number;
   /** Bytes one upload may hold; 0 = no limit. */
   maxUploadBytes: number;
+  /** Keep a login shell started and waiting, so a shell session starts at once. */
+  warmShell: boolean;
 }
 
 export interface AgentFlags {
@@ -43,6 +46,7 @@ export interface AgentFlags {
   logDirs?: string | undefined;
   maxSessions?: string | undefined;
   maxUploadBytes?: string | undefined;
+  warmShell?: string | undefined;
 }
 
 /** Merges flags over the environment; throws an Error listing every problem. */
@@ -56,6 +60,7 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     logDirs: pick(flags.logDirs, 'TETHER_LOG_DIRS'),
     maxSessions: pick(flags.maxSessions, 'TETHER_MAX_SESSIONS'),
     maxUploadBytes: pick(flags.maxUploadBytes, 'TETHER_MAX_UPLOAD_BYTES'),
+    warmShell: pick(flags.warmShell, 'TETHER_WARM_SHELL'),
   });
   if (!result.success) {
     throw new Error(
@@ -81,5 +86,6 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     logDirs: c.logDirs.split(':').filter(Boolean).map((d) => resolve(d)),
     maxSessions: c.maxSessions,
     maxUploadBytes: c.maxUploadBytes,
+    warmShell: c.warmShell === '1' || c.warmShell === 'true',
   });
 }

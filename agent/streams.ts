@@ -13,6 +13,7 @@ import type { AgentConfig } from './config';
 import { startDiagnostics } from './handlers/diagnostics';
 import { startFileTransfer } from './handlers/file-transfer';
 import { startShell } from './handlers/shell';
+import type { ShellPool } from './handlers/shell-pool';
 import type { Handler, HandlerFactory } from './handlers/types';
 import type { EndReason } from './sessions';
 
@@ -35,7 +36,10 @@ export interface StreamRequest {
   protocol: SessionProtocol;
 }
 
-export function createStreamServer(config: Readonly<AgentConfig>, deps: { log: Logger; send(msg: AgentToBrokerMessage): void }) {
+export function createStreamServer(
+  config: Readonly<AgentConfig>,
+  deps: { log: Logger; send(msg: AgentToBrokerMessage): void; shells?: () => ShellPool | undefined },
+) {
   const { log } = deps;
   const active = new Map<string, ActiveStream>();
 
@@ -66,7 +70,7 @@ export function createStreamServer(config: Readonly<AgentConfig>, deps: { log: L
     ws.once('open', () => {
       const channel = new Channel(ws);
       try {
-        stream.handler = HANDLERS[req.protocol](channel, { sessionId: req.session_id, log: slog, config });
+        stream.handler = HANDLERS[req.protocol](channel, { sessionId: req.session_id, log: slog, config, shells: deps.shells });
         slog.info('stream started');
       } catch (err) {
         slog.error('could not start the handler', { err: (err as Error).message });

@@ -10,6 +10,7 @@ import { call, percentile, round, startAgent, tempDir, type Result, type ServerP
 import { startSshd } from './sshd';
 
 const us = (ms: number) => round(ms * 1000, 0);
+const SESSION_GAP_MS = 500;
 
 /** Measures `samples` round trips: write one byte, wait for it to come back. */
 async function roundTrips(send: (b: Buffer) => void, onData: (l: (d: Buffer) => void) => void, samples: number, warmup: number) {
@@ -111,6 +112,9 @@ export async function timeToShellBench(server: ServerProcess, sessions: number):
     }
     const times: number[] = [];
     for (let i = 0; i < sessions; i++) {
+      // Half a second apart, as people open shells; back to back, each session would wait for
+      // the agent's next pre-started shell to finish its own start-up.
+      await new Promise((r) => setTimeout(r, SESSION_GAP_MS));
       const token = users[i % users.length]!;
       const { ws, sessionId, firstByte } = await openShell(server, 'bench-tts', token);
       times.push(firstByte);

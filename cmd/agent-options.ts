@@ -10,15 +10,18 @@ export function addAgentOptions(cmd: Command): Command {
     .option('--files-root <dir>', 'file transfer never reaches outside it (env TETHER_FILES_ROOT; default: working dir)')
     .option('--log-dirs <dirs>', 'colon-separated dirs log.tail may read (env TETHER_LOG_DIRS; default /var/log)')
     .option('--max-sessions <n>', 'streams served at once (env TETHER_MAX_SESSIONS; default 16)')
-    .option('--max-upload-bytes <n>', 'largest upload accepted, 0 = no limit (env TETHER_MAX_UPLOAD_BYTES; default 0)');
+    .option('--max-upload-bytes <n>', 'largest upload accepted, 0 = no limit (env TETHER_MAX_UPLOAD_BYTES; default 0)')
+    .option('--no-warm-shell', 'do not keep a login shell started for the next shell session (env TETHER_WARM_SHELL=0)');
 }
 
-export const agentFlagsOf = (o: Record<string, string | undefined>): AgentFlags => ({
-  server: o.server,
-  deviceId: o.deviceId,
-  token: o.token,
-  filesRoot: o.filesRoot,
-  logDirs: o.logDirs,
-  maxSessions: o.maxSessions,
-  maxUploadBytes: o.maxUploadBytes,
+export const agentFlagsOf = (o: Record<string, string | boolean | undefined>): AgentFlags => ({
+  server: o.server as string | undefined,
+  deviceId: o.deviceId as string | undefined,
+  token: o.token as string | undefined,
+  filesRoot: o.filesRoot as string | undefined,
+  logDirs: o.logDirs as string | undefined,
+  maxSessions: o.maxSessions as string | undefined,
+  maxUploadBytes: o.maxUploadBytes as string | undefined,
+  // commander sets warmShell to true unless --no-warm-shell: only the explicit "no" is a flag
+  warmShell: o.warmShell === false ? '0' : undefined,
 });

@@ -5,42 +5,21 @@
  * of a huge file cannot exhaust memory anywhere. The shell runs under a small wrapper that
  * marks its exit in the output stream (see `exit-marker.ts`), so no trailing output is lost.
  */
-import { randomBytes } from 'node:crypto';
-import { homedir, userInfo } from 'node:os';
-import * as pty from 'node-pty';
 import { parseMessage } from '../../shared/protocol';
 import { shellResize } from '../../shared/stream';
-import { ExitMarkerScanner, WRAPPER_SCRIPT } from './exit-marker';
+import { ExitMarkerScanner } from './exit-marker';
 import { signalSession } from './process-session';
+import { spawnWrappedShell } from './shell-pool';
 import type { Handler, HandlerFactory } from './types';
 
 /** After SIGHUP, how long the session's processes get before SIGKILL. */
 const HANGUP_GRACE_MS = 1000;
 
-function loginShell(): string {
-  try {
-    const shell = userInfo().shell;
-    if (shell) return shell;
-  } catch {
-    // no passwd entry for this uid
-  }
-  return process.env.SHELL || '/bin/sh';
-}
-
 export const startShell: HandlerFactory = (channel, ctx): Handler => {
-  const shell = loginShell();
-  const nonce = randomBytes(12).toString('hex');
-  const term = pty.spawn('/bin/sh', ['-c', WRAPPER_SCRIPT, shell], {
-    name: 'xterm-256color',
-    cols: 80,
-    rows: 24,
-    cwd: homedir(),
-    env: { ...process.env, TERM: 'xterm-256color', TETHER_SESSION_ID: ctx.sessionId, TETHER_EXIT_NONCE: nonce },
-    encoding: null,
-  });
-  const pid = term.pid; // the wrapper: session leader of every process of this terminal
+  // A pre-started shell has its prompt on screen already; otherwise start one now.
+  const { term, pid, nonce, shell, buffered, preStarted } = ctx.shells?.()?.take() ?? spawnWrappedShell();
   const scanner = new ExitMarkerScanner(nonce);
-  ctx.log.info('shell started', { shell, pid });
+  ctx.log.info('shell started', { shell, pid, pre_started: preStarted });
   let paused = false;
   let finished = false;
   let resolveExit!: () => void;
@@ -53,10 +32,12 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
     ctx.log.info('shell exited', { pid, code });
     channel.sendJson({ type: 'exit', code });
     channel.close(1000, 'shell exited');
-    signalSession(pid, 'SIGKILL');
+    // The terminal hangs up, as when a terminal window closes: the waiting wrapper ends, and so
+    // do jobs left behind unless they asked to survive (nohup).
+    signalSession(pid, 'SIGHUP');
   }
 
-  term.onData((data: string | Buffer) => {
+  function forward(data: string | Buffer): void {
     if (finished) return;
     const { output, exitCode } = scanner.push(typeof data === 'string' ? Buffer.from(data) : data);
     const keepGoing = output.length === 0 || channel.sendBinary(output);
@@ -65,7 +46,10 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
       paused = true;
       term.pause();
     }
-  });
+  }
+  for (const chunk of buffered.splice(0)) forward(chunk);
+  term.onData(forward);
+  if (!paused) term.resume(); // a pre-started shell may have been paused while it waited
   channel.on('drain', () => {
     if (paused) {
       paused = false;

@@ -2,11 +2,14 @@
 import type { Logger } from '../../shared/log';
 import type { Channel } from '../channel';
 import type { AgentConfig } from '../config';
+import type { ShellPool } from './shell-pool';
 
 export interface HandlerContext {
   sessionId: string;
   log: Logger;
   config: Readonly<AgentConfig>;
+  /** Pre-started login shells, when the agent keeps them (started on first use). */
+  shells?: (() => ShellPool | undefined) | undefined;
 }
 
 export interface Handler {

@@ -2,15 +2,19 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processExists } from '../../agent/handlers/process-session';
+import type { Proc } from '../helpers/processes';
 import { startStack, type Stack } from '../helpers/stack';
 import { connectStream, type StreamClient } from '../helpers/stream';
 import { waitFor } from '../helpers/wait';
 
 let stack: Stack;
 let agentPid: number;
+let warm: Proc;
 beforeAll(async () => {
   stack = await startStack({ joinTimeoutMs: 1500 });
-  agentPid = (await stack.onlineDevice('sh-1')).agent.pid;
+  const { agent } = await stack.onlineDevice('sh-1');
+  agentPid = agent.pid;
+  warm = agent;
 });
 
 /** Resident memory of a process, in bytes (Linux). */
@@ -38,10 +42,30 @@ describe('shell', () => {
     const client = connectStream(s.websocket_url);
     await client.opened;
     client.send(Buffer.from('echo hello-$((6*7)) "$TERM"\n'));
-    await client.waitForOutput(/hello-42 xterm-256color/);
+    await client.waitForOutput(/hello-42 xterm-256color/).catch((e) => { console.log('OUT', JSON.stringify(client.received().toString()), client.messages, warm.stderr.slice(-8).join('\n')); throw e; });
     client.ws.close();
     await client.closed;
     await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+  });
+
+  it('hands out a pre-started login shell, and starts one on demand when told not to keep any', async () => {
+    const s = await openShell();
+    const client = connectStream(s.websocket_url);
+    await client.opened;
+    await client.waitForOutput(/[$#] $/m); // the prompt is there before anything is typed
+    client.send(Buffer.from('echo warm-$((2+3))\n'));
+    await client.waitForOutput(/warm-5/);
+    await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+    await warm.waitForLine(/"shell started".*"pre_started":true/);
+
+    const { agent: cold } = await stack.onlineDevice('sh-cold', { TETHER_WARM_SHELL: '0' });
+    const c = await openShell('sh-cold');
+    const coldClient = connectStream(c.websocket_url);
+    await coldClient.opened;
+    coldClient.send(Buffer.from('echo cold-$((2+4))\n'));
+    await coldClient.waitForOutput(/cold-6/);
+    await cold.waitForLine(/"shell started".*"pre_started":false/);
+    await stack.admin.del(`/v1/remote-access/sessions/${c.session_id}`);
   });
 
   it('applies resize messages (stty size)', async () => {

@@ -9,6 +9,7 @@ import { parseMessage } from '../../shared/protocol';
 import { shellResize } from '../../shared/stream';
 import { ExitMarkerScanner } from './exit-marker';
 import { signalSession } from './process-session';
+import { createPtyInput } from './pty-input';
 import { spawnWrappedShell } from './shell-pool';
 import type { Handler, HandlerFactory } from './types';
 
@@ -59,14 +60,28 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
 
   term.onExit(({ exitCode, signal }) => {
     // Without a marker the wrapper itself was ended (by us, or from outside the agent).
+    input.close();
     const rest = scanner.flush();
     if (rest.length > 0 && !finished) channel.sendBinary(rest);
     finish(signal ? 128 + signal : exitCode);
     resolveExit();
   });
 
+  let inputBlocked = false;
+  const input = createPtyInput(
+    term,
+    () => {
+      inputBlocked = true;
+      channel.pause();
+    },
+    () => {
+      if (!inputBlocked) return;
+      inputBlocked = false;
+      channel.resume();
+    },
+  );
   channel.on('binary', (data) => {
-    if (!finished) term.write(data);
+    if (!finished) input.write(data);
   });
   channel.on('text', (text) => {
     const resize = parseMessage(shellResize, text);

@@ -1,4 +1,5 @@
 /** The shell protocol end to end: a real agent process, a real PTY, through the broker. */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processExists } from '../../agent/handlers/process-session';
@@ -122,6 +123,20 @@ describe('shell', () => {
     await client.waitForOutput(/flow-control-test-line/);
     await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
     expect((await client.closed).code).toBe(4000);
+  });
+
+  it('a large paste reaches the program whole, in order', async () => {
+    const s = await openShell();
+    const client = connectStream(s.websocket_url);
+    await client.opened;
+    client.send(Buffer.from('stty raw -echo; echo "re""ady"; head -c 300000 | sha256sum; stty sane\n'));
+    await client.waitForOutput(/ready/); // raw mode is on: a paste will not be cut into lines
+    const paste = Buffer.alloc(300_000);
+    for (let i = 0; i < paste.length; i++) paste[i] = 97 + (i % 26);
+    for (let i = 0; i < paste.length; i += 16 * 1024) client.send(paste.subarray(i, i + 16 * 1024));
+    const digest = createHash('sha256').update(paste).digest('hex');
+    await client.waitForOutput(new RegExp(digest));
+    await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
   });
 
   it('closing the session ends the shell process within 5 s and closes the stream with 4000', async () => {

@@ -6,6 +6,7 @@
 import type { SessionProtocol } from '../shared/protocol';
 import { ApiFailure, type ApiClient } from './api';
 import { CliError } from './errors';
+import { openStream, type Stream } from './stream';
 
 export interface Session {
   session_id: string;
@@ -104,5 +105,21 @@ export async function closeSession(api: ApiClient, sessionId: string): Promise<v
   } catch (err) {
     if (err instanceof ApiFailure && err.status === 404) return;
     throw err;
+  }
+}
+
+/**
+ * Opens a session, connects to its stream, runs `work` on it, and closes both whatever happens:
+ * the shape of every request/response command (`diag`, `cp`).
+ */
+export async function withSessionStream<T>(api: ApiClient, o: OpenOptions, work: (stream: Stream) => Promise<T>): Promise<T> {
+  const session = await openSession(api, o);
+  let stream: Stream | undefined;
+  try {
+    stream = await openStream(session.websocket_url!);
+    return await work(stream);
+  } finally {
+    stream?.close();
+    await closeSession(api, session.session_id);
   }
 }

@@ -11,8 +11,8 @@ import type { Context } from '../context';
 import { CliError, usageError } from '../errors';
 import { formatBytes } from '../output';
 import { createProgress } from '../progress';
-import { closeSession, openSession } from '../sessions';
-import { openStream, type Stream } from '../stream';
+import { withSessionStream } from '../sessions';
+import type { Stream } from '../stream';
 import { download, measure, upload } from '../transfer';
 
 const REMOTE = /^([A-Za-z0-9._-]{1,64}):(.*)$/s;
@@ -59,30 +59,16 @@ export async function cp(ctx: Context, src: string, dst: string, flags: CpFlags)
   if (from && to) throw usageError('both sides are on devices; one side must be a local path');
   if (!from && !to) throw usageError('both sides are local; write DEVICE:PATH on one side');
   const device = (from ?? to)!.device;
-  const api = ctx.api();
-  const session = await openSession(api, {
-    device,
-    protocol: 'file-transfer',
-    replace: flags.replace,
-    waitOnline: flags.waitOnline,
-    notice: ctx.notice,
-  });
-  let stream: Stream | undefined;
-  try {
-    stream = await openStream(session.websocket_url!);
+  const open = { device, protocol: 'file-transfer' as const, replace: flags.replace, waitOnline: flags.waitOnline, notice: ctx.notice };
+  await withSessionStream(ctx.api(), open, async (stream) => {
     const started = performance.now();
-    let result: { files: number; bytes: number };
-    if (to) result = await toDevice(ctx, stream, resolve(src), to, flags);
-    else result = await fromDevice(stream, from!, resolve(dst), flags);
+    const result = to ? await toDevice(ctx, stream, resolve(src), to, flags) : await fromDevice(stream, from!, resolve(dst), flags);
     const seconds = (performance.now() - started) / 1000;
     ctx.notice(
       `copied ${result.files} file${result.files === 1 ? '' : 's'}, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s` +
         (seconds > 0 ? ` (${formatBytes(Math.round(result.bytes / seconds))}/s); sizes checked` : ''),
     );
-  } finally {
-    stream?.close();
-    await closeSession(api, session.session_id);
-  }
+  });
 }
 
 async function toDevice(ctx: Context, stream: Stream, local: string, to: RemoteSpec, flags: CpFlags) {

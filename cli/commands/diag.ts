@@ -4,8 +4,7 @@
  */
 import type { Context } from '../context';
 import { formatBytes, formatDuration, printJson, table } from '../output';
-import { closeSession, openSession } from '../sessions';
-import { openStream, type Stream } from '../stream';
+import { withSessionStream } from '../sessions';
 
 export interface DiagFlags {
   json?: boolean;
@@ -88,26 +87,13 @@ export function describe(results: Record<string, any>): string {
 }
 
 export async function diag(ctx: Context, device: string, op: string | undefined, flags: DiagFlags): Promise<void> {
-  const api = ctx.api();
-  const session = await openSession(api, {
-    device,
-    protocol: 'diagnostics',
-    ttl: 60,
-    replace: flags.replace,
-    waitOnline: flags.waitOnline,
-    notice: ctx.notice,
-  });
-  let stream: Stream | undefined;
-  try {
-    stream = await openStream(session.websocket_url!);
+  const open = { device, protocol: 'diagnostics' as const, ttl: 60, replace: flags.replace, waitOnline: flags.waitOnline, notice: ctx.notice };
+  await withSessionStream(ctx.api(), open, async (stream) => {
     const ops = op ? [op] : SUMMARY_OPS;
     const results: Record<string, unknown> = {};
     for (const o of ops) results[o] = (await stream.request(o, paramsFor(o, flags))).result;
     if (flags.json) printJson(ctx.out, op ? results[op] : results);
     else if (op && !DESCRIBED.has(op)) printJson(ctx.out, results[op]); // an op this client has no layout for
     else ctx.out.stdout(describe(results));
-  } finally {
-    stream?.close();
-    await closeSession(api, session.session_id);
-  }
+  });
 }

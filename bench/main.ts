@@ -4,7 +4,7 @@
  * throughput, prints one table with each figure beside its target, and writes
  * bench/results.json. `--quick` runs a tiny version (a few MiB, a few samples) for the tests.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { apiBench } from './api';
@@ -18,9 +18,22 @@ const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split('
 const out = process.argv.find((a) => a.startsWith('--out='))?.slice(6) ?? resolve(__dirname, '..', 'bench', 'results.json');
 
 const MiB = 1024 * 1024;
+const agentsArg = Number(process.argv.find((a) => a.startsWith('--agents='))?.slice(9));
+// As many agents as one process's open-files limit allows, less room for the server's own files.
+const defaultAgents = Math.max(15_000, Math.min(19_000, fdLimit() - 1000));
 const plan = quick
   ? { bytes: 8 * MiB, echoSamples: 200, shells: 5, agents: 50, idleSeconds: 1, apiSeconds: 1 }
-  : { bytes: 1024 * MiB, echoSamples: 10_000, shells: 50, agents: 15_000, idleSeconds: 60, apiSeconds: 10 };
+  : { bytes: 1024 * MiB, echoSamples: 10_000, shells: 50, agents: agentsArg || defaultAgents, idleSeconds: 60, apiSeconds: 10 };
+
+/** The soft open-files limit of this process (children inherit it). */
+function fdLimit(): number {
+  try {
+    const limits = readFileSync('/proc/self/limits', 'utf8');
+    return Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1] ?? 16_000);
+  } catch {
+    return 16_000;
+  }
+}
 
 const wanted = (section: string) => !only || only.includes(section);
 

@@ -4,12 +4,16 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Context } from './context';
-import { cp } from './commands/cp';
-import { deviceAdd } from './commands/device';
-import { diag } from './commands/diag';
-import { login, token } from './commands/login';
-import { sessionClose, sessionList, sessionOpen } from './commands/session';
-import { shell } from './commands/shell';
+
+// Each command's module (ws, tar, progress bars) loads only when that command runs.
+const commands = {
+  cp: () => import('./commands/cp'),
+  device: () => import('./commands/device'),
+  diag: () => import('./commands/diag'),
+  login: () => import('./commands/login'),
+  session: () => import('./commands/session'),
+  shell: () => import('./commands/shell'),
+};
 
 const PROTOCOLS = ['diagnostics', 'shell', 'file-transfer'];
 
@@ -32,12 +36,12 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .option('--server <url>', 'the tether server, e.g. http://127.0.0.1:8080')
     .option('--username <name>', 'your username')
     .option('--password-stdin', 'read the password from standard input (its trailing newline is dropped)')
-    .action(async (o) => login(ctx(), o));
+    .action(async (o) => (await commands.login()).login(ctx(), o));
 
   program
     .command('token')
     .description('print the token in use (TETHER_TOKEN, else the stored one)')
-    .action(() => token(ctx()));
+    .action(async () => (await commands.login()).token(ctx()));
 
   const session = program.command('session').description('open, list and close remote-access sessions');
   session
@@ -48,7 +52,7 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .option('--json', 'print the session as JSON')
     .addOption(replaceOption())
     .addOption(waitOption())
-    .action(async (device, o) => sessionOpen(ctx(), device, o));
+    .action(async (device, o) => (await commands.session()).sessionOpen(ctx(), device, o));
   session
     .command('list')
     .description('list sessions (yours; all of them for administrators)')
@@ -56,12 +60,12 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .addOption(new Option('--status <status>', 'only open or closed ones').choices(['open', 'closed']))
     .addOption(new Option('--protocol <protocol>', 'only this protocol').choices(PROTOCOLS))
     .option('--json', 'print the sessions as JSON')
-    .action(async (o) => sessionList(ctx(), o));
+    .action(async (o) => (await commands.session()).sessionList(ctx(), o));
   session
     .command('close <session-id>')
     .description('close a session now')
     .option('--json', 'print the closed session as JSON')
-    .action(async (id, o) => sessionClose(ctx(), id, o));
+    .action(async (id, o) => (await commands.session()).sessionClose(ctx(), id, o));
 
   program
     .command('shell <device>')
@@ -69,7 +73,7 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .option('--ttl <seconds>', 'session time to live, 60 to 28800', integer('--ttl', 60, 28800))
     .addOption(replaceOption())
     .addOption(waitOption())
-    .action(async (device, o) => setExit(await shell(ctx(), device, o)));
+    .action(async (device, o) => setExit(await (await commands.shell()).shell(ctx(), device, o)));
 
   program
     .command('diag <device> [op]')
@@ -80,7 +84,7 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .option('--limit <n>', 'process.list: how many processes', integer('--limit', 1, 10_000))
     .addOption(replaceOption())
     .addOption(waitOption())
-    .action(async (device, op, o) => diag(ctx(), device, op, o));
+    .action(async (device, op, o) => (await commands.diag()).diag(ctx(), device, op, o));
 
   program
     .command('cp <src> <dst>')
@@ -88,7 +92,7 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .option('--no-progress', 'no progress bar, even on a terminal')
     .addOption(replaceOption())
     .addOption(waitOption())
-    .action(async (src, dst, o) => cp(ctx(), src, dst, { ...o, progress: o.progress === false ? false : undefined }));
+    .action(async (src, dst, o) => (await commands.cp()).cp(ctx(), src, dst, { ...o, progress: o.progress === false ? false : undefined }));
 
   const device = program.command('device').description('manage devices');
   device
@@ -96,5 +100,5 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .description('register a device and print its agent token and the command that starts its agent')
     .option('--label <key=value...>', 'labels for the device')
     .option('--json', 'print the result as JSON')
-    .action(async (id, o) => deviceAdd(ctx(), id, o));
+    .action(async (id, o) => (await commands.device()).deviceAdd(ctx(), id, o));
 }

@@ -97,9 +97,6 @@ export function createBroker(deps: BrokerDeps) {
       agents.disconnect(deviceId, AGENT_CLOSE.deviceDeleted, 'device deleted');
     },
 
-    isOnline: (deviceId: string): boolean => agents.registry.get(deviceId) !== undefined,
-    agentsOnline: (): number => agents.registry.size,
-
     /** Closes every stream and agent connection (1001) and stops the timers. */
     async close(): Promise<void> {
       await streams.close();

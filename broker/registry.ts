@@ -58,10 +58,6 @@ export class AgentRegistry<S> {
     return this.#current.get(deviceId);
   }
 
-  isCurrent(entry: AgentEntry<S>): boolean {
-    return this.#current.get(entry.deviceId) === entry;
-  }
-
   get size(): number {
     return this.#current.size;
   }

@@ -6,7 +6,6 @@ import { z } from 'zod';
 
 /** `/v1/remote-access/sessions/{sessionId}/stream` */
 export const STREAM_PATH = /^\/v1\/remote-access\/sessions\/([^/]+)\/stream$/;
-export const streamPath = (sessionId: string) => `/v1/remote-access/sessions/${sessionId}/stream`;
 
 /** Close codes sent to the client. */
 export const STREAM_CLOSE = {
@@ -74,18 +73,3 @@ export interface DownloadDone {
   bytes: number;
   files: number;
 }
-
-/** Diagnostics error codes. */
-export const DIAG_ERRORS = ['unknown_op', 'bad_params', 'not_found', 'io_error'] as const;
-/** File-transfer error codes. */
-export const FT_ERRORS = [
-  'path_outside_root',
-  'not_found',
-  'not_a_directory',
-  'exists',
-  'too_large',
-  'io_error',
-  'unknown_op',
-  'bad_params',
-  'busy',
-] as const;

@@ -8,7 +8,7 @@ import { logTail, MAX_TAIL_LINES } from '../diagnostics/logs';
 import { networkInterfaces } from '../diagnostics/network';
 import { processList } from '../diagnostics/processes';
 import { systemInfo, systemMetrics } from '../diagnostics/system';
-import type { Request } from '../../shared/stream';
+import type { Request, Response } from '../../shared/stream';
 import { OpError, paramsOf, parseRequest, toErrorBody } from './requests';
 import type { Handler, HandlerContext, HandlerFactory } from './types';
 
@@ -43,9 +43,9 @@ export const startDiagnostics: HandlerFactory = (channel, ctx): Handler => {
     const op = Object.hasOwn(DIAGNOSTIC_OPS, req.op) ? DIAGNOSTIC_OPS[req.op] : undefined;
     try {
       if (!op) throw new OpError('unknown_op', `unknown op ${req.op}; known: ${Object.keys(DIAGNOSTIC_OPS).join(', ')}`);
-      channel.sendJson({ id: req.id, ok: true, result: await op(req, ctx) });
+      channel.sendJson({ id: req.id, ok: true, result: await op(req, ctx) } satisfies Response);
     } catch (err) {
-      channel.sendJson({ id: req.id, ok: false, error: toErrorBody(err, ctx.log) });
+      channel.sendJson({ id: req.id, ok: false, error: toErrorBody(err, ctx.log) } satisfies Response);
     }
   }
 

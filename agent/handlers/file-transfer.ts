@@ -4,7 +4,7 @@
  */
 import { lstat, mkdir, realpath } from 'node:fs/promises';
 import { z } from 'zod';
-import type { Request } from '../../shared/stream';
+import type { DownloadDone, Request, Response } from '../../shared/stream';
 import { resolveConfined } from '../../shared/fs-confine';
 import { packTree } from '../../shared/tar-pack';
 import { existing, listEntries, statEntry } from '../files/entries';
@@ -29,9 +29,9 @@ export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
   let transfer: Transfer | undefined;
   let failedUploadId: number | undefined;
 
-  const reply = (id: number, result: unknown): void => void channel.sendJson({ id, ok: true, result });
+  const reply = (id: number, result: unknown): void => void channel.sendJson({ id, ok: true, result } satisfies Response);
   const replyError = (id: number, err: unknown): void =>
-    void channel.sendJson({ id, ok: false, error: toErrorBody(err, ctx.log) });
+    void channel.sendJson({ id, ok: false, error: toErrorBody(err, ctx.log) } satisfies Response);
 
   async function download(req: Request): Promise<void> {
     const { path } = paramsOf(pathParams, req);
@@ -42,7 +42,7 @@ export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
     reply(req.id, { format: 'tar' });
     try {
       const result = await packTree(realRoot, real, channel.binaryWritable(), { signal: controller.signal });
-      channel.sendJson({ id: req.id, done: true, bytes: result.bytes, files: result.files });
+      channel.sendJson({ id: req.id, done: true, bytes: result.bytes, files: result.files } satisfies DownloadDone);
       ctx.log.info('download done', { path, ...result });
     } finally {
       transfer = undefined;

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { Logger } from '../../shared/log';
-import { request, type Request } from '../../shared/stream';
+import { request, type ErrorBody, type Request } from '../../shared/stream';
 import type { Channel } from '../channel';
 import { TransferError } from '../../shared/transfer-error';
 
@@ -20,7 +20,7 @@ export function paramsOf<S extends z.ZodType>(schema: S, req: Request): z.output
 }
 
 /** Maps anything thrown by an operation to an error code and a message safe to show. */
-export function toErrorBody(err: unknown, log: Logger): { code: string; message: string } {
+export function toErrorBody(err: unknown, log: Logger): ErrorBody {
   if (err instanceof TransferError) return { code: err.code, message: err.message };
   const e = err as NodeJS.ErrnoException;
   switch (e.code) {

@@ -6,7 +6,7 @@
  * marks its exit in the output stream (see `exit-marker.ts`), so no trailing output is lost.
  */
 import { parseMessage } from '../../shared/protocol';
-import { shellResize } from '../../shared/stream';
+import { shellResize, type ShellExit } from '../../shared/stream';
 import { ExitMarkerScanner } from './exit-marker';
 import { signalSession } from './process-session';
 import { createPtyInput } from './pty-input';
@@ -31,7 +31,7 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
     if (finished) return;
     finished = true;
     ctx.log.info('shell exited', { pid, code });
-    channel.sendJson({ type: 'exit', code });
+    channel.sendJson({ type: 'exit', code } satisfies ShellExit);
     channel.close(1000, 'shell exited');
     // The terminal hangs up, as when a terminal window closes: the waiting wrapper ends, and so
     // do jobs left behind unless they asked to survive (nohup).

@@ -7,7 +7,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import { principalOf } from '../http/auth';
 import { readJsonBody } from '../http/body';
-import { issuesToDetails } from '../http/validate';
+import { intParam, issuesToDetails, parseQuery } from '../http/validate';
 import { FleetError } from '../fleet/errors';
 import type { FleetService } from '../fleet/service';
 
@@ -26,10 +26,7 @@ const vehicleBody = z.strictObject({
   device_id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a device id').optional(),
 });
 const assignBody = z.strictObject({ group_id: z.string().min(1).max(64) });
-const pageQuery = z.strictObject({
-  page: z.string().regex(/^\d{1,9}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1)).default(1),
-  limit: z.string().regex(/^\d{1,9}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1).max(100)).default(20),
-});
+const pageQuery = z.strictObject({ page: intParam(1, 1_000_000, 1), limit: intParam(1, 100, 20) });
 
 type Scope = 'fleet:read' | 'fleet:write';
 
@@ -74,19 +71,8 @@ async function bodyOf<S extends z.ZodType>(ctx: Context, schema: S, required: st
   return parsed.data;
 }
 
-function pageOf(ctx: Context) {
-  const query: Record<string, string> = {};
-  for (const [k, v] of Object.entries(ctx.query)) {
-    if (Array.isArray(v)) throw new FleetError('VALIDATION_ERROR', `query parameter ${k} given more than once`, [{ path: k, message: 'given more than once' }]);
-    if (v !== undefined) query[k] = v;
-  }
-  const parsed = pageQuery.safeParse(query);
-  if (!parsed.success) {
-    const details = issuesToDetails(parsed.error.issues);
-    throw new FleetError('VALIDATION_ERROR', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
-  }
-  return parsed.data;
-}
+/** `page` and `limit`; a bad query is the shared 400, rendered here as VALIDATION_ERROR. */
+const pageOf = (ctx: Context) => parseQuery(ctx, pageQuery);
 
 function success(ctx: Context, data: unknown, status = 200): void {
   ctx.status = status;

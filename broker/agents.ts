@@ -16,6 +16,7 @@ import {
 } from '../shared/protocol';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { AgentRegistry, type AgentEntry } from './registry';
+import { agentDevice } from './credentials';
 import { rejectUpgrade } from './reject';
 
 /** Control messages are small; anything bigger is garbage or abuse. */
@@ -44,8 +45,6 @@ export interface AgentChannelDeps {
   /** An agent will not serve a stream it was asked to. */
   onStreamRefused?(deviceId: string, streamId: string, message: string): void;
 }
-
-const BEARER = /^Bearer (\S+)$/i;
 
 export function createAgentChannel(deps: AgentChannelDeps) {
   const { log, now, heartbeatMs, presence } = deps;
@@ -149,10 +148,9 @@ export function createAgentChannel(deps: AgentChannelDeps) {
         );
         return;
       }
-      const deviceId = req.headers[AGENT_HEADERS.deviceId];
-      const token = BEARER.exec(req.headers.authorization ?? '')?.[1];
-      if (typeof deviceId !== 'string' || !token || !deps.authenticateAgent(deviceId, token)) {
-        log.warn('agent refused: bad device id or token', { device_id: typeof deviceId === 'string' ? deviceId : undefined });
+      const { device: deviceId, claimed } = agentDevice(req, deps.authenticateAgent);
+      if (!deviceId) {
+        log.warn('agent refused: bad device id or token', { device_id: claimed });
         rejectUpgrade(socket, 401, 'unauthorized', 'unknown device or wrong agent token');
         return;
       }

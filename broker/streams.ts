@@ -11,6 +11,7 @@ import type { Logger } from '../shared/log';
 import { AGENT_HEADERS, type BrokerToAgentMessage, type CloseReason } from '../shared/protocol';
 import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, type StreamAccess, type StreamGrant } from '../shared/stream';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
+import { agentDevice, bearerOf } from './credentials';
 import { rejectUpgrade } from './reject';
 import { closeOnce, sendableCode, splice, type Splice } from './splice';
 
@@ -49,8 +50,6 @@ interface Stream {
   joinTimer?: NodeJS.Timeout;
   retryTimer?: NodeJS.Timeout;
 }
-
-const BEARER = /^Bearer (\S+)$/i;
 
 /** The client close code for a session that ended for `reason`. */
 export function closeCodeFor(reason: CloseReason): number {
@@ -182,7 +181,7 @@ export function createStreams(deps: StreamDeps) {
     handleClientUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, sessionId: string): void {
       const url = new URL(req.url ?? '/', 'http://x');
       const ticket = url.searchParams.get('ticket') ?? undefined;
-      const bearer = BEARER.exec(req.headers.authorization ?? '')?.[1];
+      const bearer = bearerOf(req);
       const access = deps.authorize(sessionId, { ticket, bearer });
       wss.handleUpgrade(req, socket, head, (ws) => {
         if (!access.ok) closeOnce(ws, access.code, access.reason);
@@ -192,9 +191,8 @@ export function createStreams(deps: StreamDeps) {
 
     /** A device's data WebSocket for a stream it was asked to serve. */
     handleAgentUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-      const deviceId = req.headers[AGENT_HEADERS.deviceId];
-      const token = BEARER.exec(req.headers.authorization ?? '')?.[1];
-      if (typeof deviceId !== 'string' || !token || !deps.authenticateAgent(deviceId, token)) {
+      const { device: deviceId } = agentDevice(req, deps.authenticateAgent);
+      if (!deviceId) {
         rejectUpgrade(socket, 401, 'unauthorized', 'unknown device or wrong agent token');
         return;
       }

@@ -36,11 +36,11 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
     return row;
   }
 
-  const revisionOf = (row: ServiceRow, revision: string): RevisionRow => repo.revision(row.name, row.environment, revision)!;
+  const revisionRow = (row: ServiceRow, revision: string): RevisionRow => repo.revision(row.name, row.environment, revision)!;
 
   /** What the runtime should be running for a service row. */
   function targetOf(row: ServiceRow): RolloutTarget {
-    const deployed = revisionOf(row, row.canary_revision ?? row.current_revision);
+    const deployed = revisionRow(row, row.canary_revision ?? row.current_revision);
     return {
       service: row.name,
       environment: row.environment,
@@ -57,7 +57,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
   function imageOf(row: ServiceRow & Partial<CurrentImage>): string {
     return row.current_image_of === row.current_revision && row.current_image
       ? row.current_image
-      : revisionOf(row, row.current_revision).image;
+      : revisionRow(row, row.current_revision).image;
   }
 
   /** The service record (seed 2.3), with the action or read extras the caller asks for. */
@@ -86,7 +86,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
       environment: row.environment,
       canary_active: row.canary_revision !== null,
       stable: { revision: stable.revision, image: stable.image, weight: row.canary_revision ? 100 - weight : 100 },
-      canary: row.canary_revision ? { revision: row.canary_revision, image: revisionOf(row, row.canary_revision).image, weight } : null,
+      canary: row.canary_revision ? { revision: row.canary_revision, image: revisionRow(row, row.canary_revision).image, weight } : null,
     };
   }
 
@@ -193,7 +193,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
       };
       if (dryRun) {
         // Nothing is written: the record shows what the apply would do.
-        const image = canary ? revisionOf(existing, existing.current_revision).image : spec.service.image;
+        const image = canary ? imageOf(existing) : spec.service.image;
         return view(next, { previous: true, dryRun: true, image });
       }
       commit(next, () => {

@@ -150,6 +150,9 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
 
   extract.on('entry', (header, stream, next) => {
     currentEntry = stream;
+    // An abort destroys the entry with an error, maybe before anything reads it: without a
+    // listener that error would be uncaught and end the process (the failure is reported anyway).
+    stream.on('error', () => {});
     const work = (current = (async () => {
       if (failure) throw failure;
       if (++entries > limits.maxEntries) throw new TransferError('too_large', `the archive has more than ${limits.maxEntries} entries`);

@@ -1,0 +1,25 @@
+/** Safe extraction aborted at the worst moment: an entry has arrived, its file is not open yet. */
+import { readdirSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { createExtraction } from '../../shared/tar-extract';
+import { tempDir } from '../helpers/stack';
+import { tarOf } from '../helpers/tar';
+import { waitFor } from '../helpers/wait';
+
+describe('tar extraction abort', () => {
+  it('an abort while an entry waits for its file leaves nothing and throws nothing', async () => {
+    const dir = tempDir();
+    const archive = await tarOf([{ header: { name: 'deep/er/file.bin' }, content: Buffer.alloc(64 * 1024, 1) }]);
+    const x = createExtraction(dir, dir, { maxBytes: 0, maxEntries: 10 });
+    let aborted: Promise<void> | undefined;
+    x.extract.on('entry', () => {
+      aborted ??= x.abort(new Error('client gone')); // same tick: directories not made, file not open
+    });
+    x.input.write(archive.subarray(0, 4096)); // the header and the start of the content
+    await waitFor(() => aborted !== undefined, 'the entry to arrive');
+    await aborted;
+    await new Promise((r) => setTimeout(r, 50)); // any late 'error' would surface as unhandled here
+    const left = readdirSync(dir, { recursive: true }).map(String);
+    expect(left.filter((p) => p.endsWith('.part') || p.endsWith('file.bin'))).toEqual([]);
+  });
+});

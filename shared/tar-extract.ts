@@ -108,6 +108,10 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
     const final = join(dir, base);
     const existing = await lstat(final).catch(() => undefined);
     if (existing?.isDirectory()) throw new TransferError('exists', `${segments.join('/')} exists and is a directory`);
+    // A rename would replace a device, FIFO or socket (think /dev/null) with a regular file.
+    if (existing && !existing.isFile() && !existing.isSymbolicLink()) {
+      throw new TransferError('exists', `${segments.join('/')} exists and is not a regular file`);
+    }
     const temp = join(dir, `.${base.slice(0, 200)}.tether-${randomBytes(6).toString('hex')}.part`);
     const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     if (failure) {

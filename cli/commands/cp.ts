@@ -111,6 +111,9 @@ async function fromDevice(stream: Stream, from: RemoteSpec, local: string, flags
     topName = remoteName;
   } else {
     if (target && source.type === 'dir') throw new CliError(`cannot overwrite the file ${local} with a directory`);
+    if (target && !target.isFile() && !target.isSymbolicLink()) {
+      throw new CliError(`${local} is not a regular file; tether cp writes whole files and renames them into place`);
+    }
     localDir = dirname(local);
     topName = basename(local);
     if (!(await localStat(localDir))?.isDirectory()) throw new CliError(`no such directory: ${localDir}`);

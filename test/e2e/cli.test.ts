@@ -1,6 +1,7 @@
 /** The `tether` client as users run it: a subprocess against a real server and agent. */
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -196,6 +197,13 @@ describe('cp', () => {
     expect(missing).toMatchObject({ code: 1, stderr: expect.stringContaining('no such file or directory on cli-1') });
     const outside = await tether(['cp', 'cli-1:../../etc/passwd', tempDir()]);
     expect(outside).toMatchObject({ code: 1, stderr: expect.stringContaining('path_outside_root') });
+    // a FIFO (like /dev/null) is never replaced by the renamed download
+    const fifo = join(tempDir(), 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    writeFileSync(join(root, 'small.txt'), 'small\n');
+    const special = await tether(['cp', 'cli-1:/small.txt', fifo]);
+    expect(special).toMatchObject({ code: 1, stderr: expect.stringContaining(`${fifo} is not a regular file`) });
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
     const open = await stack.admin.get('/v1/remote-access/sessions?status=open&device_id=cli-1&protocol=file-transfer');
     expect(open.body.data).toEqual([]);
   });

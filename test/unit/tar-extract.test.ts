@@ -1,5 +1,7 @@
-/** Safe extraction aborted at the worst moment: an entry has arrived, its file is not open yet. */
-import { readdirSync } from 'node:fs';
+/** Safe extraction: aborted at the worst moment, and never replacing special files. */
+import { execFileSync } from 'node:child_process';
+import { lstatSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createExtraction } from '../../shared/tar-extract';
 import { tempDir } from '../helpers/stack';
@@ -21,5 +23,19 @@ describe('tar extraction abort', () => {
     await new Promise((r) => setTimeout(r, 50)); // any late 'error' would surface as unhandled here
     const left = readdirSync(dir, { recursive: true }).map(String);
     expect(left.filter((p) => p.endsWith('.part') || p.endsWith('file.bin'))).toEqual([]);
+  });
+});
+
+describe('tar extraction onto special files', () => {
+  it('refuses to replace a FIFO (or a device such as /dev/null) with a regular file', async () => {
+    const dir = tempDir();
+    execFileSync('mkfifo', [join(dir, 'pipe')]);
+    const archive = await tarOf([{ header: { name: 'pipe' }, content: Buffer.from('data') }]);
+    const x = createExtraction(dir, dir, { maxBytes: 0, maxEntries: 10 });
+    x.input.write(archive);
+    await expect(x.commit()).rejects.toMatchObject({ code: 'exists', message: 'pipe exists and is not a regular file' });
+    await x.abort(x.failure);
+    expect(lstatSync(join(dir, 'pipe')).isFIFO()).toBe(true);
+    expect(readdirSync(dir)).toEqual(['pipe']);
   });
 });

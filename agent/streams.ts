@@ -8,6 +8,7 @@ import type { Logger } from '../shared/log';
 import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/protocol';
 import { STREAM_CLOSE } from '../shared/stream';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
+import { maskingFor } from '../shared/ws-mask';
 import { Channel } from './channel';
 import type { AgentConfig } from './config';
 import { startDiagnostics } from './handlers/diagnostics';
@@ -63,6 +64,7 @@ export function createStreamServer(
       handshakeTimeout: 10_000,
       maxPayload: 4 * 1024 * 1024,
       perMessageDeflate: false,
+      ...maskingFor(config.streamUrl),
     });
     const stream: ActiveStream = { streamId: req.stream_id, sessionId: req.session_id, ws };
     active.set(req.stream_id, stream);

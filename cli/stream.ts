@@ -5,6 +5,7 @@
 import { WebSocket, type RawData } from 'ws';
 import { STREAM_CLOSE } from '../shared/stream';
 import { CliError } from './errors';
+import { maskingFor } from '../shared/ws-mask';
 
 /** What a close code means to a person. */
 export function explainClose(code: number, reason: string): string {
@@ -44,7 +45,7 @@ const toBuffer = (d: RawData) => (Array.isArray(d) ? Buffer.concat(d) : Buffer.i
 
 /** Connects to a session's stream; rejects with a readable error if it cannot. */
 export async function openStream(url: string): Promise<Stream> {
-  const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 });
+  const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 16 * 1024 * 1024, ...maskingFor(url) });
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
     ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
   );

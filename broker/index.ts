@@ -77,8 +77,9 @@ export function createBroker(deps: BrokerDeps) {
       if (path === AGENT_CONNECT_PATH) return agents.handleUpgrade(req, socket, head);
       if (path === AGENT_STREAM_PATH) return streams.handleAgentUpgrade(req, socket, head);
       const stream = STREAM_PATH.exec(path);
-      if (stream) return streams.handleClientUpgrade(req, socket, head, decodeURIComponent(stream[1]!));
-      rejectUpgrade(socket, 404, 'not_found', `no WebSocket endpoint at ${path}`);
+      const sessionId = stream ? decodedSegment(stream[1]!) : undefined;
+      if (sessionId !== undefined) return streams.handleClientUpgrade(req, socket, head, sessionId);
+      rejectUpgrade(socket, 404, 'not_found', 'no WebSocket endpoint at this path');
     },
 
     /** Tells the device a session was opened for it. */
@@ -97,6 +98,11 @@ export function createBroker(deps: BrokerDeps) {
       agents.disconnect(deviceId, AGENT_CLOSE.deviceDeleted, 'device deleted');
     },
 
+    /** Closes the streams a revoked token admitted. */
+    tokenRevoked(tokenId: string): void {
+      streams.endToken(tokenId);
+    },
+
     /** Closes every stream and agent connection (1001) and stops the timers. */
     async close(): Promise<void> {
       await streams.close();
@@ -105,3 +111,12 @@ export function createBroker(deps: BrokerDeps) {
   };
 }
 export type Broker = ReturnType<typeof createBroker>;
+
+/** A percent-decoded path segment; undefined when its encoding is broken (`%zz`, bad UTF-8). */
+function decodedSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}

@@ -26,6 +26,10 @@ const fileSchema = z.strictObject({
   log_level: z.enum(LOG_LEVELS).default('info'),
   /** Not in the contract's table: the agent heartbeat interval (tests shorten it). */
   heartbeat_ms: z.coerce.number().int().min(50).max(600_000).default(20_000),
+  /** Not in the contract's table: how long a client may take to send its request headers. */
+  headers_timeout_ms: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  /** Not in the contract's table: how long a client may take to send a whole request. */
+  request_timeout_ms: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
 });
 
 export type ServerSettings = z.output<typeof fileSchema>;
@@ -86,5 +90,7 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     sim_replica_ms: s.sim_replica_ms,
     log_level: s.log_level,
     heartbeat_ms: s.heartbeat_ms,
+    headers_timeout_ms: s.headers_timeout_ms,
+    request_timeout_ms: s.request_timeout_ms,
   });
 }

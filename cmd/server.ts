@@ -6,6 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApi } from '../api/app';
+import { parserRejection } from '../api/http/errors';
 import type { RelayPort } from '../api/ports';
 import { simulatedRuntime } from '../api/deploy/simulated-runtime';
 import { bootstrapAdmin } from '../api/services/bootstrap';
@@ -54,6 +55,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     sessionOpened: (s) => broker.sessionOpened(s),
     sessionClosed: (s) => broker.sessionClosed(s, s.close_reason ?? 'closed'),
     deviceDeleted: (id) => broker.deviceDeleted(id),
+    tokenRevoked: (id) => broker.tokenRevoked(id),
   };
   const api = createApi({
     store,
@@ -88,11 +90,18 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     if (tokenFile) print(`created user admin (administrator); its token is in ${tokenFile}`);
     api.start();
 
-    server = createServer({ requestTimeout: 60_000, headersTimeout: 15_000, keepAliveTimeout: 5_000 });
+    // Slow clients (slowloris) are cut off: headers within headers_timeout_ms, the whole request
+    // within request_timeout_ms, checked every second (Node's default check is every 30 s).
+    server = createServer({
+      headersTimeout: config.headers_timeout_ms,
+      requestTimeout: Math.max(config.request_timeout_ms, config.headers_timeout_ms),
+      keepAliveTimeout: 5_000,
+      connectionsCheckingInterval: Math.min(1_000, config.headers_timeout_ms),
+    });
     server.on('request', api.callback());
     server.on('upgrade', (req, socket, head) => broker.handleUpgrade(req, socket, head));
-    server.on('clientError', (_err, socket: Socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
+      if (socket.writable) socket.end(parserRejection(err));
       else socket.destroy();
     });
     await listen(server, config.host, config.port);
@@ -138,3 +147,4 @@ function listen(server: Server, host: string, port: number): Promise<void> {
     });
   });
 }
+

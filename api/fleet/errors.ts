@@ -57,5 +57,5 @@ export function asFleetError(err: ApiError | FleetError): FleetError {
   return err instanceof FleetError ? err : new FleetError(FROM_API[err.code], err.message, err.details);
 }
 
-/** True for the paths of the fleet interface. */
-export const isFleetPath = (path: string) => path === '/v1/fleet' || path.startsWith('/v1/fleet/');
+/** Paths of the fleet interface (routes match case-insensitively, so does this). */
+export const isFleetPath = (path: string) => /^\/v1\/fleet(\/|$)/i.test(path);

@@ -3,6 +3,7 @@
  * the metrics by route and status. Unexpected errors are logged with their stack and answered
  * with a 500 that names only the request id.
  */
+import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { ApiError } from '../errors';
 import { asFleetError, FleetError, isFleetPath } from '../fleet/errors';
@@ -71,4 +72,35 @@ export function errorHandler(log: Logger, requests: Counter): Middleware {
       });
     }
   };
+}
+
+/**
+ * The whole HTTP response to a request Node's parser refused before any handler saw it (a
+ * malformed request line, headers over 16 KiB, a client too slow to send its request), in the
+ * contract's error shape: the fleet one if the request line names a fleet path.
+ */
+export function parserRejection(err: NodeJS.ErrnoException & { rawPacket?: Buffer }): string {
+  const requestId = randomUUID();
+  const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  const status = timedOut ? 408 : 400;
+  const message = timedOut
+    ? 'the request was not received in time'
+    : err.code === 'HPE_HEADER_OVERFLOW'
+      ? 'the request line and headers exceed 16 KiB'
+      : 'the request is not valid HTTP/1.1';
+  const path = /^[A-Z]+ (\/\S*)/.exec(err.rawPacket?.toString('latin1', 0, 256) ?? '')?.[1] ?? '/';
+  const body = JSON.stringify(
+    isFleetPath(path)
+      ? {
+          status: 'error',
+          error: { code: timedOut ? 'REQUEST_TIMEOUT' : 'VALIDATION_ERROR', message },
+          timestamp: new Date().toISOString(),
+          request_id: requestId,
+        }
+      : { error: timedOut ? 'request_timeout' : 'bad_request', message, status },
+  );
+  return (
+    `HTTP/1.1 ${status} ${timedOut ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`
+  );
 }

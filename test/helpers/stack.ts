@@ -20,6 +20,8 @@ export interface StackOptions {
   port?: number;
   joinTimeoutMs?: number;
   simReplicaMs?: number;
+  /** More server settings, as environment variables. */
+  env?: Record<string, string>;
 }
 
 export interface Stack {
@@ -69,6 +71,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       TETHER_DATA_DIR: dataDir,
       TETHER_HEARTBEAT_MS: String(options.heartbeatMs ?? 20_000),
       TETHER_SIM_REPLICA_MS: String(options.simReplicaMs ?? 20),
+      ...options.env,
     },
     undefined,
   );

@@ -16,6 +16,8 @@ describe('server settings', () => {
       sim_replica_ms: 200,
       log_level: 'info',
       heartbeat_ms: 20_000,
+      headers_timeout_ms: 15_000,
+      request_timeout_ms: 60_000,
     });
     expect(Object.isFrozen(c)).toBe(true);
   });

@@ -43,7 +43,13 @@ export interface ApiDeps {
 export function createApi(deps: ApiDeps) {
   const { store, relay, log, metrics, now } = deps;
   const tokens = createTokenResolver(store.tokens);
-  const identity = createIdentityService(store, now, (tokenId) => tokens.revoked(tokenId));
+  // A revoked token stops at once: its cache entry, the sessions it opened (and their tickets),
+  // and the streams it admitted on other sessions.
+  const identity = createIdentityService(store, now, function onRevoked(tokenId) {
+    tokens.revoked(tokenId);
+    sessions.closeAllOfToken(tokenId);
+    relay.tokenRevoked(tokenId);
+  });
   const sessions = createSessionService({ store, relay, log: log.child({ component: 'sessions' }), now });
   // The runtime reports to the deployment service, which exists once the runtime does.
   const runtime = deps.runtime((report) => deployments.onReport(report), log.child({ component: 'runtime' }));

@@ -11,6 +11,8 @@ export interface RelayPort {
   sessionClosed(session: SessionRow): void;
   /** A device left the registry: disconnect its agent. */
   deviceDeleted(deviceId: string): void;
+  /** A token was revoked: close the streams it admitted. */
+  tokenRevoked(tokenId: string): void;
 }
 
 /** A relay that does nothing, for an API run without a broker. */
@@ -18,4 +20,5 @@ export const detachedRelay: RelayPort = {
   sessionOpened() {},
   sessionClosed() {},
   deviceDeleted() {},
+  tokenRevoked() {},
 };

@@ -224,6 +224,18 @@ export function createStreams(deps: StreamDeps) {
       else closeOnce(stream.client, code, text);
     },
 
+    /** A token was revoked: the streams it admitted close with 4401 (ticket holders are the session's business). */
+    endToken(tokenId: string): void {
+      for (const stream of [...bySession.values()]) {
+        if (stream.grant.tokenId !== tokenId) continue;
+        log.info('closing a stream: its token was revoked', { session_id: stream.grant.sessionId, stream_id: stream.streamId });
+        release(stream);
+        const text = 'token revoked';
+        if (stream.splice) stream.splice.end(STREAM_CLOSE.noCredentials, text, STREAM_CLOSE.noCredentials, text);
+        else closeOnce(stream.client, STREAM_CLOSE.noCredentials, text);
+      }
+    },
+
     /** Open streams (for metrics and tests). */
     get size(): number {
       return bySession.size;

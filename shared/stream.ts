@@ -26,6 +26,8 @@ export interface StreamGrant {
   deviceId: string;
   protocol: 'diagnostics' | 'shell' | 'file-transfer';
   expiresAt: string;
+  /** The bearer token that admitted the client, if it came with one rather than a ticket. */
+  tokenId?: string;
 }
 
 /** The API's answer to "may these credentials connect to this session's stream?". */

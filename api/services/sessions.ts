@@ -50,7 +50,7 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
   let stopped = false;
 
   /** Closes one open session with its audit event; undefined if it was not open. */
-  const closeInTx = store.db.transaction((sessionId: string, reason: CloseReason, actor: string) => {
+  const closeInTx = store.db.transaction((sessionId: string, reason: CloseReason, actor: string, why?: string) => {
     const row = store.sessions.close(sessionId, reason, iso(now()));
     if (row) {
       store.audit.append({
@@ -60,7 +60,7 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
         protocol: row.protocol,
         actor,
         owner: row.opened_by,
-        reason,
+        reason: why ?? reason,
         at: row.closed_at!,
         trace_id: row.trace_id,
       });
@@ -68,10 +68,10 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
     return row;
   });
 
-  function closeAndNotify(sessionIds: string[], reason: CloseReason, actor: string): SessionRow[] {
+  function closeAndNotify(sessionIds: string[], reason: CloseReason, actor: string, why?: string): SessionRow[] {
     const closed: SessionRow[] = [];
     for (const id of sessionIds) {
-      const row = closeInTx(id, reason, actor);
+      const row = closeInTx(id, reason, actor, why);
       if (row) closed.push(row);
     }
     // The relay ends the streams and writes their last byte counts, so read the rows again:
@@ -161,6 +161,7 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
         protocol: req.protocol,
         ttl_seconds: ttl,
         opened_by: principal.username,
+        token_id: principal.token_id,
         opened_at: iso(t),
         expires_at: iso(t + ttl * 1000),
         trace_id: newTraceId(),
@@ -202,6 +203,13 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
     /** Closes every open session of a device (it is being deleted). */
     closeAllOfDevice: (deviceId: string, reason: CloseReason) =>
       closeAndNotify(store.sessions.openIdsOfDevice(deviceId), reason, SYSTEM_ACTOR),
+
+    /**
+     * Closes every open session opened with a token that was just revoked: whoever holds one of
+     * their tickets loses the stream too (audit reason `token_revoked`).
+     */
+    closeAllOfToken: (tokenId: string) =>
+      closeAndNotify(store.sessions.openIdsOfToken(tokenId), 'closed', SYSTEM_ACTOR, 'token_revoked'),
 
     expireDue,
 

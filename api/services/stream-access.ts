@@ -13,6 +13,7 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
 
   return function authorizeStream(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess {
     const session = store.sessions.get(sessionId);
+    let tokenId: string | undefined;
     if (credentials.ticket !== undefined) {
       if (!session || !ticketer.verify(sessionId, credentials.ticket)) {
         return deny(STREAM_CLOSE.unknownSession, 'unknown session or bad ticket');
@@ -21,6 +22,7 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
       const principal = tokens.resolve(credentials.bearer, now());
       if (!principal) return deny(STREAM_CLOSE.noCredentials, 'token is unknown, expired or revoked');
       if (!session || !canSee(principal, session)) return deny(STREAM_CLOSE.unknownSession, 'unknown session');
+      tokenId = principal.token_id;
     } else {
       return deny(STREAM_CLOSE.noCredentials, 'a ticket or a bearer token is required');
     }
@@ -32,7 +34,7 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
     if (Date.parse(session.expires_at) <= now()) return deny(STREAM_CLOSE.sessionExpired, 'session expired');
     return {
       ok: true,
-      grant: { sessionId, deviceId: session.device_id, protocol: session.protocol, expiresAt: session.expires_at },
+      grant: { sessionId, deviceId: session.device_id, protocol: session.protocol, expiresAt: session.expires_at, ...(tokenId && { tokenId }) },
     };
   };
 }

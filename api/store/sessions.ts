@@ -11,6 +11,8 @@ export interface SessionRow {
   status: SessionStatus;
   ttl_seconds: number;
   opened_by: string;
+  /** The token the session was opened with (null for sessions older than migration 4). */
+  token_id: string | null;
   opened_at: string;
   expires_at: string;
   closed_at: string | null;
@@ -40,8 +42,8 @@ const FILTER = `(@device_id IS NULL OR device_id = @device_id)
 
 export function createSessionRepo(db: Db) {
   const insert = db.prepare(
-    `INSERT INTO sessions (session_id, device_id, protocol, status, ttl_seconds, opened_by, opened_at, expires_at, trace_id)
-     VALUES (@session_id, @device_id, @protocol, 'open', @ttl_seconds, @opened_by, @opened_at, @expires_at, @trace_id)`,
+    `INSERT INTO sessions (session_id, device_id, protocol, status, ttl_seconds, opened_by, token_id, opened_at, expires_at, trace_id)
+     VALUES (@session_id, @device_id, @protocol, 'open', @ttl_seconds, @opened_by, @token_id, @opened_at, @expires_at, @trace_id)`,
   );
   const byId = db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE session_id = ?');
   const page = db.prepare<[Record<string, unknown>], SessionRow>(
@@ -60,6 +62,9 @@ export function createSessionRepo(db: Db) {
   const openIds = db.prepare<[], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open'");
   const openOfDevice = db.prepare<[string], { session_id: string }>(
     "SELECT session_id FROM sessions WHERE status = 'open' AND device_id = ?",
+  );
+  const openOfToken = db.prepare<[string], { session_id: string }>(
+    "SELECT session_id FROM sessions WHERE status = 'open' AND token_id = ?",
   );
   const nextExpiry = db.prepare<[], { at: string | null }>(
     "SELECT MIN(expires_at) AS at FROM sessions WHERE status = 'open'",
@@ -95,6 +100,7 @@ export function createSessionRepo(db: Db) {
     dueIds: (at: string): string[] => due.all(at).map((r) => r.session_id),
     openIds: (): string[] => openIds.all().map((r) => r.session_id),
     openIdsOfDevice: (deviceId: string): string[] => openOfDevice.all(deviceId).map((r) => r.session_id),
+    openIdsOfToken: (tokenId: string): string[] => openOfToken.all(tokenId).map((r) => r.session_id),
     nextExpiry: (): string | null => nextExpiry.get()!.at,
     openCount: (): number => openCount.get()!.n,
     /** Adds tunnel byte counts to many sessions in one transaction. */

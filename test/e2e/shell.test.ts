@@ -244,6 +244,37 @@ describe('stream admission', () => {
     expect((await admin.closed).code).toBe(4000);
   });
 
+  it('revoking a token closes its open streams and the sessions it opened (their tickets die too)', async () => {
+    const rayToken = await stack.userToken('ray', 'platform-engineer');
+    const ray = stack.as(rayToken);
+    const rayTokenId = (await ray.get('/v1/me')).body.data.token_id as string;
+    // ray's own session, joined with its ticket
+    const own = (await ray.post('/v1/remote-access/sessions', { device_id: 'sh-1', protocol: 'shell' })).body.data;
+    const byTicket = connectStream(own.websocket_url);
+    await byTicket.opened;
+    await shellPid(byTicket);
+    // a second administrator token, joined by bearer to a session someone else opened
+    const adminToken2 = (await stack.admin.post('/v1/tokens', { username: 'admin' })).body.data;
+    const other = (await stack.admin.post('/v1/remote-access/sessions', { device_id: 'sh-1', protocol: 'diagnostics' })).body.data;
+    const byBearer = connectStream(other.websocket_url.split('?')[0], { authorization: `Bearer ${adminToken2.token}` });
+    await byBearer.opened;
+    expect((await byBearer.request('system.info')).ok).toBe(true);
+
+    expect((await stack.admin.del(`/v1/tokens/${rayTokenId}`)).status).toBe(200);
+    expect(await byTicket.closed).toEqual({ code: 4000, reason: 'session closed' });
+    const closed = (await stack.admin.get(`/v1/remote-access/sessions/${own.session_id}`)).body.data;
+    expect(closed).toMatchObject({ status: 'closed', close_reason: 'closed' });
+    const audit = (await stack.admin.get(`/v1/audit/remote-access?session_id=${own.session_id}&event=session.closed`)).body.data;
+    expect(audit).toEqual([expect.objectContaining({ actor: 'system', reason: 'token_revoked' })]);
+    expect((await connectStream(own.websocket_url).closed).code).toBe(4000); // the ticket is dead
+
+    expect((await stack.admin.del(`/v1/tokens/${adminToken2.token_id}`)).status).toBe(200);
+    expect(await byBearer.closed).toEqual({ code: 4401, reason: 'token revoked' });
+    // the session it joined is not its own: it stays open for its owner
+    expect((await stack.admin.get(`/v1/remote-access/sessions/${other.session_id}`)).body.data.status).toBe('open');
+    await stack.admin.del(`/v1/remote-access/sessions/${other.session_id}`);
+  });
+
   it('a closed session refuses new connections with 4000', async () => {
     const s = await openShell();
     await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);

@@ -2,6 +2,7 @@
 import m001 from './001-identity-devices-sessions';
 import m002 from './002-deployments';
 import m003 from './003-fleet';
+import m004 from './004-session-token';
 
 export interface Migration {
   version: number;
@@ -13,4 +14,5 @@ export const migrations: readonly Migration[] = [
   { version: 1, name: 'identity-devices-sessions', sql: m001 },
   { version: 2, name: 'deployments', sql: m002 },
   { version: 3, name: 'fleet', sql: m003 },
+  { version: 4, name: 'session-token', sql: m004 },
 ];

@@ -20,6 +20,7 @@ import type { AgentConfig } from './config';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';
 import { createStreamServer } from './streams';
 import { createShellPool, type ShellPool } from './handlers/shell-pool';
+import { openUploadJournal, type UploadJournal } from './upload-journal';
 
 export type AgentState = 'connecting' | 'connected' | 'waiting' | 'stopped';
 
@@ -51,7 +52,14 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   // Pre-started shells, from the first shell session on (when the agent keeps them at all).
   let shells: ShellPool | undefined;
   const shellPool = () => (config.warmShell && state !== 'stopped' ? (shells ??= createShellPool(log)) : undefined);
-  const streams = createStreamServer(config, { log, send: (msg) => send(msg), shells: shellPool });
+  // Opened in start(): it first undoes what uploads of an earlier run left unfinished.
+  let uploads: UploadJournal | undefined;
+  const streams = createStreamServer(config, {
+    log,
+    send: (msg) => send(msg),
+    shells: shellPool,
+    uploadJournal: () => uploads!.begin(),
+  });
   const sessions = new SessionTable(now, function onSessionEnd(session: KnownSession, reason: EndReason) {
     log.info('session ended', { session_id: session.sessionId, protocol: session.protocol, reason });
     void streams.endSession(session.sessionId, reason).then(() => send({ type: 'session.ended', session_id: session.sessionId }));
@@ -167,6 +175,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     /** Starts dialing the broker; returns at once. */
     start(): void {
       if (state !== 'stopped') return;
+      uploads = openUploadJournal(config.stateDir, config.deviceId, log);
       setState('connecting');
       connect();
     },
@@ -180,6 +189,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
       await streams.stopAll();
       shells?.stop();
       shells = undefined;
+      uploads?.close();
       const socket = ws;
       if (!socket || socket.readyState === WebSocket.CLOSED) return;
       await new Promise<void>((resolve) => {

@@ -2,7 +2,8 @@
  * @module Agent settings (CONTRACT section 1): flags, else environment, else defaults. Parsed
  * once by the entry point and passed down frozen.
  */
-import { resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/protocol';
 
@@ -19,6 +20,7 @@ const schema = z.object({
   maxSessions: z.coerce.number().int().min(1).max(10_000).default(16),
   maxUploadBytes: z.coerce.number().int().min(0).default(0),
   warmShell: z.enum(['0', '1', 'true', 'false'], { error: 'must be 1 or 0' }).default('1'),
+  stateDir: z.string().min(1).optional(),
 });
 
 export interface AgentConfig {
@@ -36,6 +38,8 @@ export interface AgentConfig {
   maxUploadBytes: number;
   /** Keep a login shell started and waiting, so a shell session starts at once. */
   warmShell: boolean;
+  /** Where the agent keeps its own files (the journal of uploads in progress). */
+  stateDir: string;
 }
 
 export interface AgentFlags {
@@ -47,6 +51,7 @@ export interface AgentFlags {
   maxSessions?: string | undefined;
   maxUploadBytes?: string | undefined;
   warmShell?: string | undefined;
+  stateDir?: string | undefined;
 }
 
 /** Merges flags over the environment; throws an Error listing every problem. */
@@ -61,6 +66,7 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     maxSessions: pick(flags.maxSessions, 'TETHER_MAX_SESSIONS'),
     maxUploadBytes: pick(flags.maxUploadBytes, 'TETHER_MAX_UPLOAD_BYTES'),
     warmShell: pick(flags.warmShell, 'TETHER_WARM_SHELL'),
+    stateDir: pick(flags.stateDir, 'TETHER_STATE_DIR'),
   });
   if (!result.success) {
     throw new Error(
@@ -87,5 +93,13 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     maxSessions: c.maxSessions,
     maxUploadBytes: c.maxUploadBytes,
     warmShell: c.warmShell === '1' || c.warmShell === 'true',
+    stateDir: resolve(c.stateDir ?? defaultStateDir(env)),
   });
+}
+
+/** systemd's StateDirectory=, else the XDG state dir: `~/.local/state/tether-agent`. */
+function defaultStateDir(env: NodeJS.ProcessEnv): string {
+  const systemd = env.STATE_DIRECTORY?.split(':')[0];
+  if (systemd) return systemd;
+  return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'tether-agent');
 }

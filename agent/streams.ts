@@ -5,6 +5,7 @@
  */
 import { WebSocket } from 'ws';
 import type { Logger } from '../shared/log';
+import type { StagingJournal } from '../shared/tar-extract';
 import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/protocol';
 import { STREAM_CLOSE } from '../shared/stream';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
@@ -39,7 +40,12 @@ export interface StreamRequest {
 
 export function createStreamServer(
   config: Readonly<AgentConfig>,
-  deps: { log: Logger; send(msg: AgentToBrokerMessage): void; shells?: () => ShellPool | undefined },
+  deps: {
+    log: Logger;
+    send(msg: AgentToBrokerMessage): void;
+    shells?: () => ShellPool | undefined;
+    uploadJournal?: () => StagingJournal;
+  },
 ) {
   const { log } = deps;
   const active = new Map<string, ActiveStream>();
@@ -72,7 +78,13 @@ export function createStreamServer(
     ws.once('open', () => {
       const channel = new Channel(ws);
       try {
-        stream.handler = HANDLERS[req.protocol](channel, { sessionId: req.session_id, log: slog, config, shells: deps.shells });
+        stream.handler = HANDLERS[req.protocol](channel, {
+          sessionId: req.session_id,
+          log: slog,
+          config,
+          shells: deps.shells,
+          uploadJournal: deps.uploadJournal,
+        });
         slog.info('stream started');
       } catch (err) {
         slog.error('could not start the handler', { err: (err as Error).message });

@@ -18,11 +18,18 @@ export interface Result {
   target: string;
   /** true, false, or null when there is no target or it could not be measured. */
   met: boolean | null;
+  /** Every run's figure, when the value is the median of several. */
+  runs?: number[];
 }
 
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** The middle value (the upper middle of an even count). */
+export function median(values: number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 50);
 }
 
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -114,8 +121,15 @@ export interface AgentProcess {
 /** Registers a device and starts a real agent process for it; resolves once it is online. */
 export async function startAgent(server: ServerProcess, deviceId: string, filesRoot: string): Promise<AgentProcess> {
   const created = await call(`${server.url}/v1/devices`, 'POST', server.token, { device_id: deviceId });
+  const stateDir = tempDir('tether-bench-state-');
   const child = spawn(process.execPath, [TETHER, 'agent', '--server', server.url, '--device-id', deviceId], {
-    env: { ...process.env, TETHER_DEVICE_TOKEN: created.body.data.agent_token, TETHER_FILES_ROOT: filesRoot, TETHER_LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      TETHER_DEVICE_TOKEN: created.body.data.agent_token,
+      TETHER_FILES_ROOT: filesRoot,
+      TETHER_LOG_LEVEL: 'warn',
+      TETHER_STATE_DIR: stateDir,
+    },
     stdio: 'ignore',
   });
   const deadline = Date.now() + 10_000;
@@ -132,6 +146,7 @@ export async function startAgent(server: ServerProcess, deviceId: string, filesR
         child.kill('SIGTERM');
         await new Promise((r) => child.once('exit', r));
       }
+      rmSync(stateDir, { recursive: true, force: true });
     },
   };
 }

@@ -3,10 +3,14 @@
  * process's CPU: `relay PORT` (a bare WebSocket splice, the limit), `source URL BYTES` and
  * `sink URL BYTES` (endpoints of a bare transfer), `agents URL FILE` (light clients speaking the
  * real agent protocol, one per device in FILE, spread over several source addresses), and
- * `stream-agent URL DEVICE TOKEN BYTES` (answers each stream by sending BYTES).
+ * `stream-agent URL DEVICE TOKEN BYTES` (answers each stream by sending BYTES), and
+ * `real-agents URL FILE STATE_DIR` (the real agent's connection loop, one per device in FILE).
  */
 import { readFileSync } from 'node:fs';
 import { WebSocket, WebSocketServer } from 'ws';
+import { createAgent } from '../agent/agent';
+import { loadAgentConfig } from '../agent/config';
+import { createLogger } from '../shared/log';
 import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/protocol';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
 
@@ -135,6 +139,33 @@ if (mode === 'relay') {
   process.on('SIGTERM', () => {
     for (const ws of sockets) ws.terminate();
     process.exit(0);
+  });
+} else if (mode === 'real-agents') {
+  // The real agent's connection loop (backoff with full jitter included), many in one process:
+  // reports each connection with its wall-clock time, so reconnection storms can be measured.
+  const [url, file, stateDir] = args;
+  const devices = JSON.parse(readFileSync(file!, 'utf8')) as Array<{ id: string; token: string }>;
+  const log = createLogger({ level: 'error' });
+  let first = 0;
+  const agents = devices.map((d) => {
+    const config = loadAgentConfig({ server: url, deviceId: d.id, token: d.token, stateDir, warmShell: '0' }, {});
+    let seen = false;
+    return createAgent(config, {
+      log,
+      onState(state) {
+        if (state !== 'connected') return;
+        if (!seen) {
+          seen = true;
+          if (++first === devices.length) report({ event: 'all-connected' });
+        } else {
+          report({ event: 'reconnected', device: d.id, at: Date.now() });
+        }
+      },
+    });
+  });
+  for (const agent of agents) agent.start();
+  process.on('SIGTERM', () => {
+    void Promise.all(agents.map((a) => a.stop())).then(() => process.exit(0));
   });
 } else {
   process.stderr.write(`unknown mode ${mode}\n`);

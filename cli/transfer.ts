@@ -70,7 +70,7 @@ export async function upload(stream: Stream, plan: UploadPlan, onBytes: (n: numb
       if (msg.ok) resolve(msg.result);
       else reject(new CliError(`the device refused the upload: ${msg.error?.message} (${msg.error?.code})`));
     });
-    void stream.closed.then(({ code }) => reject(new CliError(`the stream closed during the upload (code ${code})`)));
+    void stream.closed.then(({ code, reason }) => reject(new CliError(`the stream closed during the upload (${code}${reason ? `: ${reason}` : ''})`)));
   });
   answer.catch(() => controller.abort());
   let sent;
@@ -110,7 +110,7 @@ export async function download(stream: Stream, plan: DownloadPlan, onBytes: (n: 
     extraction.extract.on('error', () =>
       reject(extraction.failure ?? new CliError('the download is not a valid tar stream')),
     );
-    void stream.closed.then(({ code }) => reject(new CliError(`the stream closed during the download (code ${code})`)));
+    void stream.closed.then(({ code, reason }) => reject(new CliError(`the stream closed during the download (${code}${reason ? `: ${reason}` : ''})`)));
   });
   failed.catch(() => {});
   const done = new Promise<{ files: number; bytes: number }>((resolve) =>

@@ -17,6 +17,14 @@ import { assertOpenedInside, isInside } from './fs-confine';
 import { checkEntryName } from './tar-names';
 import { TransferError } from './transfer-error';
 
+/** Told about every temporary file and directory before it is created (see agent/upload-journal). */
+export interface StagingJournal {
+  file(path: string): void;
+  dir(path: string): void;
+  /** The extraction is committed or cleaned up. */
+  end(): void;
+}
+
 export interface ExtractOptions {
   /** Sum of file sizes; 0 = unlimited. */
   maxBytes: number;
@@ -27,6 +35,10 @@ export interface ExtractOptions {
   onBytes?: (bytes: number) => void;
   /** What to call the limit in a `too_large` message. */
   limitHolder?: string;
+  /** Records what is about to be created, so a process killed meanwhile can clean up later. */
+  journal?: StagingJournal;
+  /** Directories made for this extraction beforehand (the target's missing parents), outermost first. */
+  createdDirs?: string[];
 }
 
 export interface ExtractResult {
@@ -60,7 +72,7 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
   const extract = tar.extract({ highWaterMark: 4 * 1024 * 1024 });
   const staged: Staged[] = [];
   const links: Array<{ path: string; target: string }> = [];
-  const createdDirs: string[] = [];
+  const createdDirs: string[] = [...(limits.createdDirs ?? [])];
   /** The entry being worked on (entries come one at a time) and its content stream. */
   let current: Promise<void> = Promise.resolve();
   let currentEntry: { destroy(err?: Error): void } | undefined;
@@ -83,6 +95,7 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
         stats = await lstat(next);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        limits.journal?.dir(next);
         await mkdir(next, { mode: 0o755 });
         createdDirs.push(next);
         current = next;
@@ -113,6 +126,7 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
       throw new TransferError('exists', `${segments.join('/')} exists and is not a regular file`);
     }
     const temp = join(dir, `.${base.slice(0, 200)}.tether-${randomBytes(6).toString('hex')}.part`);
+    limits.journal?.file(temp);
     const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     if (failure) {
       // Aborted while the file was being created, perhaps after the cleanup ran: remove it here.
@@ -235,6 +249,7 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
         await handle?.sync().catch(() => {});
         await handle?.close();
       }
+      limits.journal?.end();
       return { files: staged.length, bytes };
     },
 
@@ -252,6 +267,7 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
       ]);
       clearTimeout(timer);
       await removeStaged();
+      limits.journal?.end();
     },
 
     /** The first problem met, if any (the caller answers with it at once). */

@@ -2,7 +2,8 @@
  * @module The `file-transfer` protocol: `list`, `stat`, `download` and `upload` (tar streams),
  * one transfer at a time per stream, everything confined to the files root.
  */
-import { lstat, mkdir, realpath } from 'node:fs/promises';
+import { lstat, mkdir, realpath, rmdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { DownloadDone, Request, Response } from '../../shared/stream';
 import { resolveConfined } from '../../shared/fs-confine';
@@ -53,15 +54,32 @@ export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
     const { path } = paramsOf(pathParams, req);
     const realRoot = await realpath(root);
     const target = await resolveConfined(root, path);
-    if (target.missing.length === 0) {
-      if (!(await lstat(target.path)).isDirectory()) throw new OpError('not_a_directory', `${path} is not a directory`);
-    } else {
-      await mkdir(target.path, { recursive: true, mode: 0o755 });
+    if (target.missing.length === 0 && !(await lstat(target.path)).isDirectory()) {
+      throw new OpError('not_a_directory', `${path} is not a directory`);
+    }
+    // Missing directories of the target belong to this upload: journaled, and removed with it.
+    const journal = ctx.uploadJournal?.();
+    const made: string[] = [];
+    try {
+      let dir = target.path;
+      for (let i = 0; i < target.missing.length; i++) dir = dirname(dir); // the deepest existing ancestor
+      for (const segment of target.missing) {
+        dir = join(dir, segment);
+        journal?.dir(dir);
+        await mkdir(dir, { mode: 0o755 });
+        made.push(dir);
+      }
+    } catch (err) {
+      for (const dir of made.reverse()) await rmdir(dir).catch(() => {});
+      journal?.end();
+      throw err;
     }
     const up = createExtraction(realRoot, await realpath(target.path), {
       maxBytes: ctx.config.maxUploadBytes,
       maxEntries: MAX_UPLOAD_ENTRIES,
       limitHolder: "this device's",
+      journal,
+      createdDirs: made,
     });
     const current: Transfer = { id: req.id, upload: up, abort: (reason) => up.abort(new Error(reason)) };
     transfer = current;

@@ -2,6 +2,7 @@
 import type { Logger } from '../../shared/log';
 import type { Channel } from '../channel';
 import type { AgentConfig } from '../config';
+import type { StagingJournal } from '../../shared/tar-extract';
 import type { ShellPool } from './shell-pool';
 
 export interface HandlerContext {
@@ -10,6 +11,8 @@ export interface HandlerContext {
   config: Readonly<AgentConfig>;
   /** Pre-started login shells, when the agent keeps them (started on first use). */
   shells?: (() => ShellPool | undefined) | undefined;
+  /** A journal for one upload, so a killed agent cleans up after it on the next start. */
+  uploadJournal?: (() => StagingJournal) | undefined;
 }
 
 export interface Handler {

@@ -31,7 +31,7 @@ it('runs from a directory holding only the bundle and node-pty', async () => {
   const token = await stack.addDevice('bundled');
   const agent = spawn(process.execPath, ['tether-agent.js', '--server', stack.url, '--device-id', 'bundled'], {
     cwd: dir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TETHER_DEVICE_TOKEN: token },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TETHER_DEVICE_TOKEN: token, TETHER_STATE_DIR: join(dir, 'state') },
     stdio: 'ignore',
   });
   try {

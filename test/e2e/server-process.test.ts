@@ -7,16 +7,9 @@ import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/http';
-import { startProcess, type Proc } from '../helpers/processes';
+import { startProcess, startServerProcess, type Proc } from '../helpers/processes';
 import { startStack, tempDir } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';
-
-async function startServerProcess(dataDir: string, env: Record<string, string> = {}, port = 0) {
-  const proc = startProcess(['server'], { TETHER_LISTEN: `127.0.0.1:${port}`, TETHER_DATA_DIR: dataDir, ...env });
-  const line = await proc.waitForLine(/^tether listening on /);
-  const url = line.replace('tether listening on ', '');
-  return { proc, url, port: Number(new URL(url).port) };
-}
 
 function startAgent(url: string, deviceId: string, token: string): Proc {
   return startProcess(['agent', '--server', url, '--device-id', deviceId], { TETHER_DEVICE_TOKEN: token });

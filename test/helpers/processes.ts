@@ -3,7 +3,9 @@
  * line. Every process started here is killed when the test file ends, whatever happened.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterAll } from 'vitest';
 import { waitFor } from './wait';
 
@@ -24,8 +26,11 @@ export interface Proc {
 }
 
 const live = new Set<ChildProcess>();
+/** Agents of this test file keep their state here, never in the home directory. */
+let stateDir: string | undefined;
 afterAll(() => {
   for (const child of live) child.kill('SIGKILL');
+  if (stateDir) rmSync(stateDir, { recursive: true, force: true });
 });
 
 function collect(stream: NodeJS.ReadableStream | null, into: string[]): void {
@@ -40,7 +45,7 @@ function collect(stream: NodeJS.ReadableStream | null, into: string[]): void {
 
 export function startProcess(args: string[], env: Record<string, string | undefined> = {}, cwd?: string): Proc {
   const child = spawn(process.execPath, [TETHER_BIN, ...args], {
-    env: { ...process.env, TETHER_SERVER: undefined, TETHER_TOKEN: undefined, ...env },
+    env: { ...process.env, TETHER_SERVER: undefined, TETHER_TOKEN: undefined, TETHER_STATE_DIR: (stateDir ??= mkdtempSync(join(tmpdir(), 'tether-state-'))), ...env },
     cwd,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -75,4 +80,12 @@ export function startProcess(args: string[], env: Record<string, string | undefi
     },
   };
   return proc;
+}
+
+/** A real `tether server` process on its own data dir; resolves once it listens. */
+export async function startServerProcess(dataDir: string, env: Record<string, string> = {}, port = 0) {
+  const proc = startProcess(['server'], { TETHER_LISTEN: `127.0.0.1:${port}`, TETHER_DATA_DIR: dataDir, ...env });
+  const line = await proc.waitForLine(/^tether listening on /);
+  const url = line.replace('tether listening on ', '');
+  return { proc, url, port: Number(new URL(url).port) };
 }

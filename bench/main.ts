@@ -22,8 +22,8 @@ const agentsArg = Number(process.argv.find((a) => a.startsWith('--agents='))?.sl
 // As many agents as one process's open-files limit allows, less room for the server's own files.
 const defaultAgents = Math.max(15_000, Math.min(19_000, fdLimit() - 1000));
 const plan = quick
-  ? { bytes: 8 * MiB, echoSamples: 200, shells: 5, agents: 50, idleSeconds: 1, apiSeconds: 1 }
-  : { bytes: 1024 * MiB, echoSamples: 10_000, shells: 50, agents: agentsArg || defaultAgents, idleSeconds: 60, apiSeconds: 10 };
+  ? { bytes: 8 * MiB, repeats: 1, echoSamples: 200, shells: 5, agents: 50, idleSeconds: 1, apiSeconds: 1 }
+  : { bytes: 1024 * MiB, repeats: 3, echoSamples: 10_000, shells: 50, agents: agentsArg || defaultAgents, idleSeconds: 60, apiSeconds: 10 };
 
 /** The soft open-files limit of this process (children inherit it). */
 function fdLimit(): number {
@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const results: Result[] = [];
   const server = await startServer();
   try {
-    if (wanted('transfer')) results.push(...(await transferBench(server, plan.bytes)));
+    if (wanted('transfer')) results.push(...(await transferBench(server, plan.bytes, plan.repeats)));
     if (wanted('echo')) results.push(...(await echoBench(server, plan.echoSamples)));
     if (wanted('shell')) results.push(...(await timeToShellBench(server, plan.shells)));
     if (wanted('api')) {

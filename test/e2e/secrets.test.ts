@@ -1,0 +1,90 @@
+/**
+ * Secrets stay secret: after a run that uses every kind of secret (passwords, user, service,
+ * administrator and agent tokens, stream tickets, and wrong guesses at each), none of them appears
+ * in the server's or the agent's logs at debug level, nor in plain text anywhere in the data dir.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { client } from '../helpers/http';
+import { startProcess } from '../helpers/processes';
+import { tempDir } from '../helpers/stack';
+import { connectStream } from '../helpers/stream';
+import { waitFor } from '../helpers/wait';
+
+describe('secrets', () => {
+  it('never appear in logs or in the data dir, only their hashes', async () => {
+    const dataDir = tempDir();
+    const server = startProcess(['server'], { TETHER_LISTEN: '127.0.0.1:0', TETHER_DATA_DIR: dataDir, TETHER_LOG_LEVEL: 'debug' });
+    const url = (await server.waitForLine(/^tether listening on /)).replace('tether listening on ', '');
+    const adminToken = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
+    const admin = client(url, adminToken);
+    const anon = client(url);
+    const password = 'correct-horse-battery-staple-42';
+    const wrongPassword = 'correct-horse-battery-staple-43';
+    const forgedToken = 'tth_forgedforgedforgedforgedforged42';
+
+    expect((await admin.post('/v1/users', { username: 'sam', role: 'platform-engineer', password })).status).toBe(201);
+    const login = await anon.post('/v1/auth/token', { username: 'sam', password });
+    expect(login.status).toBe(200);
+    const samToken = login.body.data.token as string;
+    expect((await anon.post('/v1/auth/token', { username: 'sam', password: wrongPassword })).status).toBe(401);
+    expect((await anon.post('/v1/auth/token', { username: 'nobody', password })).status).toBe(401);
+    // a password where a field does not belong is refused without being repeated
+    expect((await anon.post('/v1/auth/token', { username: 'sam', password, otp: password })).status).toBe(400);
+    expect((await client(url, forgedToken).get('/v1/me')).status).toBe(401);
+    const service = (await admin.post('/v1/users', { username: 'robot', role: 'developer', kind: 'service' })).body.data;
+    expect(service.username).toBe('robot');
+    const serviceToken = (await admin.post('/v1/tokens', { username: 'robot', scopes: ['fleet:read'], tenants: ['t1'] })).body.data;
+    expect((await client(url, serviceToken.token).get('/v1/fleet/groups', { 'x-tenant-id': 't1' })).status).toBe(200);
+    expect((await admin.del(`/v1/tokens/${serviceToken.token_id}`)).status).toBe(200);
+    expect((await client(url, serviceToken.token).get('/v1/me')).status).toBe(401);
+
+    const device = (await admin.post('/v1/devices', { device_id: 'sec-1' })).body.data;
+    const agentToken = device.agent_token as string;
+    const agent = startProcess(['agent', '--server', url, '--device-id', 'sec-1', '--no-warm-shell'], {
+      TETHER_DEVICE_TOKEN: agentToken,
+      TETHER_LOG_LEVEL: 'debug',
+    });
+    await waitFor(async () => (await admin.get('/v1/devices/sec-1')).body.data.agent_status === 'online', 'agent online');
+    const wrongAgent = startProcess(['agent', '--server', url, '--device-id', 'sec-1'], { TETHER_DEVICE_TOKEN: `${agentToken}x` });
+    await wrongAgent.waitForLine(/refused|401/);
+    await wrongAgent.stop();
+
+    const sam = client(url, samToken);
+    const shell = (await sam.post('/v1/remote-access/sessions', { device_id: 'sec-1', protocol: 'shell' })).body.data;
+    const ticket = new URL(shell.websocket_url).searchParams.get('ticket')!;
+    const byTicket = connectStream(shell.websocket_url);
+    await byTicket.opened;
+    byTicket.send(Buffer.from('echo ticket-ok\n'));
+    await byTicket.waitForOutput(/ticket-ok/);
+    const base = shell.websocket_url.split('?')[0];
+    expect((await connectStream(`${base}?ticket=${ticket}x`).closed).code).toBe(4004);
+    byTicket.ws.close();
+    await byTicket.closed;
+    const byBearer = connectStream(base, { authorization: `Bearer ${samToken}` });
+    await byBearer.opened;
+    byBearer.send(Buffer.from('echo bearer-ok\n'));
+    await byBearer.waitForOutput(/bearer-ok/);
+    expect((await sam.del(`/v1/remote-access/sessions/${shell.session_id}`)).status).toBe(200);
+    await byBearer.closed;
+
+    await agent.stop();
+    await server.stop();
+
+    const secrets = { adminToken, samToken, serviceToken: serviceToken.token as string, agentToken, ticket, password, wrongPassword, forgedToken };
+    const logs = [...server.stdout, ...server.stderr, ...agent.stdout, ...agent.stderr, ...wrongAgent.stdout, ...wrongAgent.stderr].join('\n');
+    expect(logs).toContain('"msg":"request"'); // the logs do tell what happened, down to each request
+    expect(logs).toContain(shell.session_id);
+    for (const [name, secret] of Object.entries(secrets)) expect(logs.includes(secret), `${name} in the logs`).toBe(false);
+
+    // Only hashes are stored: no secret in any file of the data dir (the bootstrap token file aside).
+    const files = readdirSync(dataDir).filter((f) => f !== 'admin.token');
+    expect(files).toContain('tether.db');
+    for (const file of files) {
+      const bytes = readFileSync(join(dataDir, file));
+      for (const [name, secret] of Object.entries(secrets)) expect(bytes.includes(secret), `${name} in ${file}`).toBe(false);
+      expect((statSync(join(dataDir, file)).mode & 0o777).toString(8), file).toBe('600');
+    }
+  });
+});

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants, createWriteStream } from 'node:fs';
-import { chmod, lstat, mkdir, open, realpath, rename, rmdir, symlink, unlink, utimes } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, realpath, rename, rmdir, statfs, symlink, unlink, utimes } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -124,6 +124,11 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
     // A rename would replace a device, FIFO or socket (think /dev/null) with a regular file.
     if (existing && !existing.isFile() && !existing.isSymbolicLink()) {
       throw new TransferError('exists', `${segments.join('/')} exists and is not a regular file`);
+    }
+    // A header may claim any size: refuse at once what cannot fit rather than fill the disk.
+    const space = await statfs(dir);
+    if (header.size > space.bavail * space.bsize) {
+      throw new TransferError('too_large', `${segments.join('/')} is ${header.size} bytes; only ${space.bavail * space.bsize} are free there`);
     }
     const temp = join(dir, `.${base.slice(0, 200)}.tether-${randomBytes(6).toString('hex')}.part`);
     limits.journal?.file(temp);

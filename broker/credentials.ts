@@ -1,11 +1,10 @@
 /** @module Credentials on upgrade requests: bearer tokens, and the device an agent proves to be. */
 import type { IncomingMessage } from 'node:http';
+import { bearerToken } from '../shared/bearer';
 import { AGENT_HEADERS } from '../shared/protocol';
 
-const BEARER = /^Bearer (\S+)$/i;
-
 /** The token of an `Authorization: Bearer` header, if there is one. */
-export const bearerOf = (req: IncomingMessage): string | undefined => BEARER.exec(req.headers.authorization ?? '')?.[1];
+export const bearerOf = (req: IncomingMessage): string | undefined => bearerToken(req.headers.authorization);
 
 /**
  * The device id an agent's upgrade claims, when its agent token proves it; `claimed` is what it

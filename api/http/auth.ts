@@ -6,15 +6,8 @@ import type { Context, Middleware } from 'koa';
 import { forbidden, unauthorized } from '../errors';
 import { hasRole, type Role } from '../roles';
 import type { Principal } from '../store/tokens';
+import { bearerToken } from '../../shared/bearer';
 import type { TokenResolver } from './token-cache';
-
-// RFC 6750 b64token after exactly one space; the scheme name is case-insensitive (RFC 7235).
-const BEARER = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i;
-
-/** The token in an `Authorization` header value, or undefined when absent or malformed. */
-export function bearerToken(header: string | undefined): string | undefined {
-  return header ? BEARER.exec(header)?.[1] : undefined;
-}
 
 export function authenticate(tokens: TokenResolver, now: () => number): Middleware {
   return async function authenticateMiddleware(ctx, next) {

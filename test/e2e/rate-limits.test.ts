@@ -58,6 +58,34 @@ describe('rate limits', () => {
     expect((await dana.get('/v1/devices/rl-dev/agent-status')).status).toBe(200);
   });
 
+  it('cannot be dodged by changing headers, token formatting or the spelling of the path', async () => {
+    const token = await stack.userToken('rl-mallory', 'developer');
+    const mallory = stack.as(token);
+    const statuses = await burst(120, () => mallory.get('/v1/devices'));
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const dodges: Array<[string, Record<string, string>]> = [
+      ['/v1/devices', { authorization: `bearer ${token}` }],
+      ['/v1/devices', { authorization: `Bearer    ${token}   ` }],
+      ['/v1/devices', { 'x-forwarded-for': '203.0.113.7', 'x-real-ip': '203.0.113.7', forwarded: 'for=203.0.113.7' }],
+      ['/v1/devices', { 'x-request-id': 'fresh-id-1', 'user-agent': 'another-client/1.0', 'x-tenant-id': 'other' }],
+      ['/v1/devices/', {}],
+      ['/V1/DEVICES', {}],
+      ['/v1/Devices?per_page=1&per_page=2', {}],
+      ['/v1/devices?page=1#fragment', {}],
+      ['/v1/devices;x=1', {}],
+      ['/v1//devices', {}],
+      ['/v1/%64evices', {}],
+      ['/v1/devices%2F', {}],
+    ];
+    for (const [path, headers] of dodges) {
+      const r = await mallory.get(path, headers);
+      // Whatever the server makes of the spelling, it never serves the list past the limit.
+      expect([429, 404, 400], `${path} ${JSON.stringify(headers)}`).toContain(r.status);
+      if (r.status !== 429) expect(Array.isArray(r.body?.data), path).toBe(false);
+    }
+    expect((await mallory.get('/v1/devices', { authorization: `Bearer ${token}` })).status).toBe(429);
+  });
+
   it('GET /audit/remote-access: 60 per minute', async () => {
     const eve = stack.as(await stack.userToken('rl-eve', 'developer'));
     const statuses = await burst(61, () => eve.get('/v1/audit/remote-access?per_page=1'));

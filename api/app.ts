@@ -15,7 +15,7 @@ import { requestId } from './http/request-id';
 import type { RelayPort } from './ports';
 import { DEVICE_LIST_PER_MINUTE, deviceRoutes } from './routes/devices';
 import { healthRoutes } from './routes/health';
-import { identityRoutes, publicIdentityRoutes } from './routes/identity';
+import { identityRoutes, LOGIN_FAILURES_PER_MINUTE, publicIdentityRoutes } from './routes/identity';
 import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from './routes/sessions';
 import { createIdentityService } from './services/identity';
 import { createSessionService } from './services/sessions';
@@ -63,7 +63,8 @@ export function createApi(deps: ApiDeps) {
   app.use(requestId());
   app.use(errorHandler(log.child({ component: 'http' }), requests));
 
-  const publicRoutes = [healthRoutes(store, metrics), publicIdentityRoutes(identity)];
+  const loginFailures = createSlidingWindowLimiter(LOGIN_FAILURES_PER_MINUTE, minute, now);
+  const publicRoutes = [healthRoutes(store, metrics), publicIdentityRoutes(identity, loginFailures)];
   for (const r of publicRoutes) app.use(r.routes());
 
   app.use(authenticate(tokens, now));

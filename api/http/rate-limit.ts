@@ -10,6 +10,8 @@ import { principalOf } from './auth';
 export interface RateLimiter {
   /** Counts one request of `key`; returns 0 if allowed, else the seconds to wait. */
   take(key: string): number;
+  /** The seconds `key` must wait now (0 if none), counting nothing. */
+  peek(key: string): number;
 }
 
 export function createSlidingWindowLimiter(limit: number, windowMs: number, now: () => number): RateLimiter {
@@ -20,16 +22,28 @@ export function createSlidingWindowLimiter(limit: number, windowMs: number, now:
     for (const [key, times] of hits) if (times.at(-1)! <= t - windowMs) hits.delete(key);
   }
 
+  /** The live hits of `key` at `t` (old ones dropped) and the wait they impose. */
+  function current(key: string, t: number): { times: number[]; wait: number } {
+    let times = hits.get(key);
+    if (!times) hits.set(key, (times = []));
+    while (times.length > 0 && times[0]! <= t - windowMs) times.shift();
+    const wait = times.length >= limit ? Math.max(1, Math.ceil((times[0]! + windowMs - t) / 1000)) : 0;
+    return { times, wait };
+  }
+
   return {
     take(key) {
       const t = now();
       if (++takes % 4096 === 0) sweep(t);
-      let times = hits.get(key);
-      if (!times) hits.set(key, (times = []));
-      while (times.length > 0 && times[0]! <= t - windowMs) times.shift();
-      if (times.length >= limit) return Math.max(1, Math.ceil((times[0]! + windowMs - t) / 1000));
-      times.push(t);
-      return 0;
+      const { times, wait } = current(key, t);
+      if (wait === 0) times.push(t);
+      return wait;
+    },
+    peek(key) {
+      const t = now();
+      const { times, wait } = current(key, t);
+      if (times.length === 0) hits.delete(key);
+      return wait;
     },
   };
 }

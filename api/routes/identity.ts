@@ -1,7 +1,9 @@
 /** @module Users, tokens and `GET /v1/me` (CONTRACT section 2). */
 import Router from '@koa/router';
 import { z } from 'zod';
+import { ApiError } from '../errors';
 import { principalOf, requireRole } from '../http/auth';
+import type { RateLimiter } from '../http/rate-limit';
 import { parseBody } from '../http/validate';
 import { roleSchema } from '../roles';
 import { SERVICE_TOKEN_MAX_TTL_S, type IdentityService } from '../services/identity';
@@ -34,12 +36,33 @@ const tokenBody = z.strictObject({
   tenants: z.array(tenantSchema).max(1000).optional(),
 });
 
-/** Routes that need no token: exchanging a password for one. */
-export function publicIdentityRoutes(identity: IdentityService): Router {
+/** Failed logins allowed per username in a sliding minute; beyond, 429 until the oldest ages out. */
+export const LOGIN_FAILURES_PER_MINUTE = 10;
+
+/**
+ * Routes that need no token: exchanging a password for one. Failed attempts are limited per
+ * username, so passwords cannot be guessed at speed (scrypt alone costs an attacker little with
+ * many connections); successful logins never count.
+ */
+export function publicIdentityRoutes(identity: IdentityService, failures: RateLimiter): Router {
   const router = new Router();
   router.post('/v1/auth/token', async function issueUserToken(ctx) {
     const body = await parseBody(ctx, loginBody);
-    ok(ctx, await identity.login(body.username, body.password));
+    const wait = failures.peek(body.username);
+    if (wait > 0) {
+      throw new ApiError(
+        'rate_limited',
+        `too many failed logins for this user: ${LOGIN_FAILURES_PER_MINUTE} per minute; retry in ${wait} s`,
+        undefined,
+        { 'Retry-After': String(wait) },
+      );
+    }
+    try {
+      ok(ctx, await identity.login(body.username, body.password));
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'unauthorized') failures.take(body.username);
+      throw err;
+    }
   });
   return router;
 }

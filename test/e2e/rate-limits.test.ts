@@ -1,5 +1,6 @@
 /** Seed section 8: per-user rate limits in a sliding minute, with Retry-After. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 
 let stack: Stack;
@@ -84,6 +85,23 @@ describe('rate limits', () => {
       if (r.status !== 429) expect(Array.isArray(r.body?.data), path).toBe(false);
     }
     expect((await mallory.get('/v1/devices', { authorization: `Bearer ${token}` })).status).toBe(429);
+  });
+
+  it('failed logins: 10 per minute per username, then 429 even for the right password', async () => {
+    const anon = client(stack.url);
+    for (const username of ['rl-lou', 'rl-lia']) {
+      expect((await stack.admin.post('/v1/users', { username, role: 'developer', password: 'right-password-1' })).status).toBe(201);
+    }
+    // successes never count
+    for (let i = 0; i < 12; i++) expect((await anon.post('/v1/auth/token', { username: 'rl-lou', password: 'right-password-1' })).status).toBe(200);
+    const wrong = await burst(10, () => anon.post('/v1/auth/token', { username: 'rl-lou', password: 'guess' }));
+    expect(new Set(wrong)).toEqual(new Set([401]));
+    const locked = await anon.post('/v1/auth/token', { username: 'rl-lou', password: 'right-password-1' });
+    expect(locked.status).toBe(429);
+    expect(locked.body).toMatchObject({ error: 'rate_limited', message: expect.stringContaining('too many failed logins') });
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // another user is not affected
+    expect((await anon.post('/v1/auth/token', { username: 'rl-lia', password: 'right-password-1' })).status).toBe(200);
   });
 
   it('GET /audit/remote-access: 60 per minute', async () => {

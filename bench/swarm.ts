@@ -4,7 +4,7 @@
  * `sink URL BYTES` (endpoints of a bare transfer), `agents URL FILE` (light clients speaking the
  * real agent protocol, one per device in FILE, spread over several source addresses), and
  * `stream-agent URL DEVICE TOKEN BYTES` (answers each stream by sending BYTES), and
- * `real-agents URL FILE STATE_DIR` (the real agent's connection loop, one per device in FILE).
+ * `real-agents URL FILE STATE_DIR [FILES_ROOT]` (real agents, one per device in FILE).
  */
 import { readFileSync } from 'node:fs';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -143,12 +143,12 @@ if (mode === 'relay') {
 } else if (mode === 'real-agents') {
   // The real agent's connection loop (backoff with full jitter included), many in one process:
   // reports each connection with its wall-clock time, so reconnection storms can be measured.
-  const [url, file, stateDir] = args;
+  const [url, file, stateDir, filesRoot] = args;
   const devices = JSON.parse(readFileSync(file!, 'utf8')) as Array<{ id: string; token: string }>;
   const log = createLogger({ level: 'error' });
   let first = 0;
   const agents = devices.map((d) => {
-    const config = loadAgentConfig({ server: url, deviceId: d.id, token: d.token, stateDir, warmShell: '0' }, {});
+    const config = loadAgentConfig({ server: url, deviceId: d.id, token: d.token, stateDir, filesRoot, warmShell: '0' }, {});
     let seen = false;
     return createAgent(config, {
       log,

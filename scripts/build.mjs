@@ -26,7 +26,7 @@ await Promise.all([
   }),
   build({
     ...common,
-    entryPoints: { bench: 'bench/main.ts', 'bench-swarm': 'bench/swarm.ts' },
+    entryPoints: { bench: 'bench/main.ts', 'bench-swarm': 'bench/swarm.ts', soak: 'bench/soak.ts' },
     outdir: 'dist',
     outExtension: { '.js': '.cjs' },
     packages: 'external',

@@ -60,6 +60,10 @@ describe('secrets', () => {
     await byTicket.waitForOutput(/ticket-ok/);
     const base = shell.websocket_url.split('?')[0];
     expect((await connectStream(`${base}?ticket=${ticket}x`).closed).code).toBe(4004);
+    // secrets where they do not belong, in query strings of plain requests, are not logged either
+    expect((await sam.get(`/v1/me?ticket=${ticket}&token=${samToken}`)).status).toBe(200); // /v1/me takes no parameters
+    expect((await anon.get(`/v1/devices?access_token=${adminToken}`)).status).toBe(401);
+    expect((await sam.get(`/v1/remote-access/sessions?ticket=${ticket}`)).status).toBe(400); // unknown parameter
     byTicket.ws.close();
     await byTicket.closed;
     const byBearer = connectStream(base, { authorization: `Bearer ${samToken}` });

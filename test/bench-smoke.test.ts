@@ -3,19 +3,15 @@
  * section runs against a real server and agents and yields real figures. Targets are not
  * checked here: speed is the benchmark's business, never a test's.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { runBundle } from './helpers/processes';
 import { tempDir } from './helpers/stack';
 
 it('the quick benchmark measures every section', async () => {
   const out = join(tempDir('tether-bench-smoke-'), 'results.json');
-  const child = spawn(process.execPath, [resolve(__dirname, '../dist/bench.cjs'), '--quick', `--out=${out}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stdout += c.toString()));
-  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  const { code, output: stdout } = await runBundle('bench.cjs', ['--quick', `--out=${out}`]);
   expect(code, stdout).toBe(0);
   const report = JSON.parse(readFileSync(out, 'utf8'));
   expect(report.quick).toBe(true);

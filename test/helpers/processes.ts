@@ -89,3 +89,15 @@ export async function startServerProcess(dataDir: string, env: Record<string, st
   const url = line.replace('tether listening on ', '');
   return { proc, url, port: Number(new URL(url).port) };
 }
+
+/** Runs one of the `dist/` bundles to completion; its exit code and stdout and stderr together. */
+export async function runBundle(bundle: string, args: string[]): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [resolve(__dirname, '../../dist', bundle), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(child);
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  live.delete(child);
+  return { code, output };
+}

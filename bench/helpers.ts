@@ -1,6 +1,7 @@
 /** @module Starting the helper processes of `swarm.ts` and reading what they report. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
+import { stopChild } from './lib';
 
 export const SWARM = resolve(__dirname, 'bench-swarm.cjs');
 
@@ -29,11 +30,6 @@ export function helper(args: string[]): Helper {
   return {
     child,
     next: () => (lines.length ? Promise.resolve(lines.shift()) : new Promise((r) => waiters.push(r))),
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        await new Promise((r) => child.once('exit', r));
-      }
-    },
+    stop: () => stopChild(child),
   };
 }

@@ -55,6 +55,13 @@ export function processStats(pid: number): { rss: number; cpuSeconds: number } {
   return { rss, cpuSeconds: (Number(f[11]) + Number(f[12])) / 100 };
 }
 
+/** SIGTERM, then waits for the exit (at once if it already ended). */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+}
+
 export interface ServerProcess {
   url: string;
   pid: number;
@@ -86,10 +93,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     token: readFileSync(join(dataDir, 'admin.token'), 'utf8').trim(),
     child,
     async stop() {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await new Promise((r) => child.once('exit', r));
-      }
+      await stopChild(child);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
@@ -142,10 +146,7 @@ export async function startAgent(server: ServerProcess, deviceId: string, filesR
   return {
     child,
     async stop() {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        await new Promise((r) => child.once('exit', r));
-      }
+      await stopChild(child);
       rmSync(stateDir, { recursive: true, force: true });
     },
   };

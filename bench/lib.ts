@@ -34,16 +34,30 @@ export function median(values: number[]): number {
 
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
+/** Every directory the benchmark made; all removed when the process exits, whatever happened. */
+const madeDirs: string[] = [];
+process.once('exit', () => {
+  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function madeDir(parent: string, prefix: string): string {
+  const dir = mkdtempSync(join(parent, prefix));
+  madeDirs.push(dir);
+  return dir;
+}
+
+/** A fresh directory under the system temp dir, removed at exit. */
 export function tempDir(prefix: string): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  return madeDir(tmpdir(), prefix);
 }
 
 /**
  * A directory in memory (tmpfs) when the machine has one, so transfers measure tether and not
  * the disk (fsync still runs; on tmpfs it costs nothing, as scp, which never syncs, gets too).
+ * Removed at exit.
  */
 export function memoryDir(prefix: string): string {
-  return existsSync('/dev/shm') ? mkdtempSync(join('/dev/shm', prefix)) : tempDir(prefix);
+  return existsSync('/dev/shm') ? madeDir('/dev/shm', prefix) : tempDir(prefix);
 }
 
 /** Resident memory of a process in bytes, and its CPU time in seconds (Linux /proc). */

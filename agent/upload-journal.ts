@@ -57,9 +57,9 @@ function unfinished(text: string): Pending[] {
 
 /**
  * Opens `<stateDir>/uploads-<deviceId>.journal`, first undoing every upload an earlier run left
- * unfinished. Returns the journal and how many files and directories were removed.
+ * unfinished (and logging what it removed).
  */
-export function openUploadJournal(stateDir: string, deviceId: string, log: Logger): UploadJournal & { recovered: { files: number; dirs: number } } {
+export function openUploadJournal(stateDir: string, deviceId: string, log: Logger): UploadJournal {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   const file = join(stateDir, `uploads-${deviceId}.journal`);
   const recovered = { files: 0, dirs: 0 };
@@ -104,7 +104,6 @@ export function openUploadJournal(stateDir: string, deviceId: string, log: Logge
   };
 
   return {
-    recovered,
     begin(): StagingJournal {
       const u = nextId++;
       active++;

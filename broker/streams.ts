@@ -107,6 +107,13 @@ export function createStreams(deps: StreamDeps) {
     flushSession(stream.grant.sessionId);
   }
 
+  /** Ends a stream from the broker's side: counts written, both sides closed with `code`. */
+  function endStream(stream: Stream, code: number, text: string): void {
+    release(stream);
+    if (stream.splice) stream.splice.end(code, text, code, text);
+    else closeOnce(stream.client, code, text);
+  }
+
   function askAgent(stream: Stream): void {
     const { grant } = stream;
     const sent = deps.sendToAgent(grant.deviceId, {
@@ -219,9 +226,7 @@ export function createStreams(deps: StreamDeps) {
       if (!stream) return;
       const code = closeCodeFor(reason);
       const text = reason === 'expired' ? 'session expired' : reason === 'server_shutdown' ? 'server shutting down' : 'session closed';
-      release(stream);
-      if (stream.splice) stream.splice.end(code, text, code, text);
-      else closeOnce(stream.client, code, text);
+      endStream(stream, code, text);
     },
 
     /** A token was revoked: the streams it admitted close with 4401 (ticket holders are the session's business). */
@@ -229,10 +234,7 @@ export function createStreams(deps: StreamDeps) {
       for (const stream of [...bySession.values()]) {
         if (stream.grant.tokenId !== tokenId) continue;
         log.info('closing a stream: its token was revoked', { session_id: stream.grant.sessionId, stream_id: stream.streamId });
-        release(stream);
-        const text = 'token revoked';
-        if (stream.splice) stream.splice.end(STREAM_CLOSE.noCredentials, text, STREAM_CLOSE.noCredentials, text);
-        else closeOnce(stream.client, STREAM_CLOSE.noCredentials, text);
+        endStream(stream, STREAM_CLOSE.noCredentials, 'token revoked');
       }
     },
 
@@ -244,11 +246,7 @@ export function createStreams(deps: StreamDeps) {
     /** Closes every stream (1001) and writes the last counts. */
     async close(): Promise<void> {
       clearInterval(flusher);
-      for (const stream of [...bySession.values()]) {
-        release(stream);
-        if (stream.splice) stream.splice.end(1001, 'server shutting down', 1001, 'server shutting down');
-        else closeOnce(stream.client, 1001, 'server shutting down');
-      }
+      for (const stream of [...bySession.values()]) endStream(stream, STREAM_CLOSE.serverShutdown, 'server shutting down');
       flushAll();
       const sockets = [...wss.clients, ...agentWss.clients];
       await Promise.race([

@@ -4,8 +4,8 @@
  */
 import { WebSocket, type RawData } from 'ws';
 import { STREAM_CLOSE } from '../shared/stream';
-import { CliError } from './errors';
 import { maskingFor } from '../shared/ws-mask';
+import { CliError } from './errors';
 
 /** What a close code means to a person. */
 export function explainClose(code: number, reason: string): string {

@@ -147,4 +147,3 @@ function listen(server: Server, host: string, port: number): Promise<void> {
     });
   });
 }
-

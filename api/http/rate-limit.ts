@@ -22,28 +22,25 @@ export function createSlidingWindowLimiter(limit: number, windowMs: number, now:
     for (const [key, times] of hits) if (times.at(-1)! <= t - windowMs) hits.delete(key);
   }
 
-  /** The live hits of `key` at `t` (old ones dropped) and the wait they impose. */
-  function current(key: string, t: number): { times: number[]; wait: number } {
-    let times = hits.get(key);
-    if (!times) hits.set(key, (times = []));
+  /** The seconds `times` (old hits dropped from it) impose at `t`. */
+  function waitOf(times: number[], t: number): number {
     while (times.length > 0 && times[0]! <= t - windowMs) times.shift();
-    const wait = times.length >= limit ? Math.max(1, Math.ceil((times[0]! + windowMs - t) / 1000)) : 0;
-    return { times, wait };
+    return times.length >= limit ? Math.max(1, Math.ceil((times[0]! + windowMs - t) / 1000)) : 0;
   }
 
   return {
     take(key) {
       const t = now();
       if (++takes % 4096 === 0) sweep(t);
-      const { times, wait } = current(key, t);
+      let times = hits.get(key);
+      if (!times) hits.set(key, (times = []));
+      const wait = waitOf(times, t);
       if (wait === 0) times.push(t);
       return wait;
     },
     peek(key) {
-      const t = now();
-      const { times, wait } = current(key, t);
-      if (times.length === 0) hits.delete(key);
-      return wait;
+      const times = hits.get(key);
+      return times ? waitOf(times, now()) : 0;
     },
   };
 }

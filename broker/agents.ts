@@ -16,6 +16,7 @@ import {
 } from '../shared/protocol';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { AgentRegistry, type AgentEntry } from './registry';
+import { acceptWebSocket } from './accept';
 import { agentDevice } from './credentials';
 import { rejectUpgrade } from './reject';
 
@@ -106,7 +107,6 @@ export function createAgentChannel(deps: AgentChannelDeps) {
       if (msg.type === 'session.ended') deps.onSessionEnded?.(deviceId, msg.session_id);
       else deps.onStreamRefused?.(deviceId, msg.stream_id, msg.message.slice(0, 100));
     });
-    ws.on('error', (err) => alog.warn('agent socket error', { err: err.message }));
     ws.on('close', function onAgentClose(code) {
       seenSinceFlush.delete(deviceId);
       if (registry.detach(entry)) {
@@ -156,7 +156,8 @@ export function createAgentChannel(deps: AgentChannelDeps) {
       }
       const version = req.headers[AGENT_HEADERS.agentVersion];
       const agentVersion = typeof version === 'string' ? version.slice(0, 64) : null;
-      wss.handleUpgrade(req, socket, head, (ws) => onConnection(ws, deviceId, agentVersion));
+      const onError = (err: Error) => log.warn('agent socket error', { device_id: deviceId, err: err.message });
+      acceptWebSocket(wss, req, socket, head, onError, (ws) => onConnection(ws, deviceId, agentVersion));
     },
 
     /** Sends a control message to a device's agent; false if it is not connected. */

@@ -12,11 +12,13 @@ import {
   AGENT_CLOSE,
   AGENT_CONNECT_PATH,
   AGENT_STREAM_PATH,
+  agentCloseReason,
   type CloseReason,
   type SessionProtocol,
 } from '../shared/protocol';
 import { STREAM_PATH, type StreamAccess } from '../shared/stream';
 import { createAgentChannel, type PresenceSink } from './agents';
+import { guardRawSocket } from './accept';
 import { rejectUpgrade } from './reject';
 import { createStreams, type ByteCounts } from './streams';
 
@@ -66,6 +68,7 @@ export function createBroker(deps: BrokerDeps) {
     recordBytes: deps.recordBytes,
     onBytes: (direction, bytes) => (direction === 'to_device' ? bytesTo : bytesFrom).inc(bytes),
     joinTimeoutMs: deps.joinTimeoutMs,
+    now: deps.now,
   });
   deps.metrics.gauge('tether_agents_online', 'Agents connected to the broker.', () => agents.registry.size);
   deps.metrics.gauge('tether_streams_open', 'Session streams with a client connected.', () => streams.size);
@@ -73,6 +76,7 @@ export function createBroker(deps: BrokerDeps) {
   return {
     /** Takes an HTTP upgrade request; anything that is not a broker path gets 404. */
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+      guardRawSocket(socket, log);
       const path = (req.url ?? '').split('?')[0]!;
       if (path === AGENT_CONNECT_PATH) return agents.handleUpgrade(req, socket, head);
       if (path === AGENT_STREAM_PATH) return streams.handleAgentUpgrade(req, socket, head);
@@ -90,7 +94,7 @@ export function createBroker(deps: BrokerDeps) {
     /** Ends the session's stream (counts written at once) and tells the device to end its handler. */
     sessionClosed(s: { session_id: string; device_id: string }, reason: CloseReason): void {
       streams.endSession(s.session_id, reason);
-      agents.sendTo(s.device_id, { type: 'session.close', session_id: s.session_id, reason });
+      agents.sendTo(s.device_id, { type: 'session.close', session_id: s.session_id, reason: agentCloseReason(reason) });
     },
 
     /** Disconnects the agent of a deleted device. */

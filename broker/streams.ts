@@ -11,6 +11,7 @@ import type { Logger } from '../shared/log';
 import { AGENT_HEADERS, type BrokerToAgentMessage, type CloseReason } from '../shared/protocol';
 import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, type StreamAccess, type StreamGrant } from '../shared/stream';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
+import { acceptWebSocket } from './accept';
 import { agentDevice, bearerOf } from './credentials';
 import { rejectUpgrade } from './reject';
 import { closeOnce, sendableCode, splice, type Splice } from './splice';
@@ -39,6 +40,8 @@ export interface StreamDeps {
   /** Every forwarded frame, for the metrics. */
   onBytes(direction: 'to_device' | 'from_device', bytes: number): void;
   joinTimeoutMs?: number;
+  /** Wall clock (ms), to compare with token expiry times. */
+  now?: () => number;
 }
 
 interface Stream {
@@ -49,7 +52,12 @@ interface Stream {
   splice?: Splice;
   joinTimer?: NodeJS.Timeout;
   retryTimer?: NodeJS.Timeout;
+  /** Ends a stream joined with a bearer token when that token expires. */
+  tokenTimer?: NodeJS.Timeout;
 }
+
+// setTimeout's ceiling (about 24.8 days); a later expiry re-arms when it fires.
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The client close code for a session that ended for `reason`. */
 export function closeCodeFor(reason: CloseReason): number {
@@ -58,9 +66,18 @@ export function closeCodeFor(reason: CloseReason): number {
   return STREAM_CLOSE.sessionClosed;
 }
 
+const CLOSE_TEXT: Record<CloseReason, string> = {
+  closed: 'session closed',
+  expired: 'session expired',
+  token_expired: 'session closed: the token that opened it expired',
+  device_deleted: 'session closed: the device was deleted',
+  server_shutdown: 'server shutting down',
+};
+
 export function createStreams(deps: StreamDeps) {
   const { log } = deps;
   const joinTimeoutMs = deps.joinTimeoutMs ?? DEVICE_JOIN_TIMEOUT_MS;
+  const now = deps.now ?? Date.now;
   const wss = new WebSocketServer({ noServer: true, maxPayload: STREAM_MAX_PAYLOAD, perMessageDeflate: false });
   const agentWss = new WebSocketServer({
     noServer: true,
@@ -102,6 +119,7 @@ export function createStreams(deps: StreamDeps) {
   function release(stream: Stream): void {
     clearTimeout(stream.joinTimer);
     clearTimeout(stream.retryTimer);
+    clearTimeout(stream.tokenTimer);
     if (bySession.get(stream.grant.sessionId) === stream) bySession.delete(stream.grant.sessionId);
     byStreamId.delete(stream.streamId);
     flushSession(stream.grant.sessionId);
@@ -138,7 +156,6 @@ export function createStreams(deps: StreamDeps) {
     byStreamId.set(stream.streamId, stream);
     const slog = log.child({ session_id: grant.sessionId, stream_id: stream.streamId });
     slog.info('client connected to stream', { protocol: grant.protocol });
-    ws.on('error', (err) => slog.warn('client stream error', { err: err.message }));
     ws.once('close', function onClientCloseBeforeJoin() {
       if (!stream.splice) {
         slog.info('client left before the device joined');
@@ -150,8 +167,24 @@ export function createStreams(deps: StreamDeps) {
       release(stream);
       closeOnce(ws, STREAM_CLOSE.deviceTimeout, 'the device did not join in time');
     }, joinTimeoutMs);
+    armTokenExpiry(stream);
     askAgent(stream);
   }
+
+  /** A stream joined with an expiring bearer token ends (4401) when the token does (CONTRACT 9). */
+  function armTokenExpiry(stream: Stream): void {
+    const { tokenExpiresAt } = stream.grant;
+    if (tokenExpiresAt === undefined) return;
+    const left = Date.parse(tokenExpiresAt) - now();
+    stream.tokenTimer = setTimeout(function onTokenExpiry() {
+      if (Date.parse(tokenExpiresAt) > now()) return armTokenExpiry(stream);
+      log.info('closing a stream: its token expired', { session_id: stream.grant.sessionId, stream_id: stream.streamId });
+      endStream(stream, STREAM_CLOSE.noCredentials, 'token expired');
+    }, Math.min(Math.max(0, left), MAX_TIMER_MS));
+  }
+
+  const tokenExpired = (stream: Stream) =>
+    stream.grant.tokenExpiresAt !== undefined && Date.parse(stream.grant.tokenExpiresAt) <= now();
 
   function joinAgent(ws: WebSocket, stream: Stream): void {
     clearTimeout(stream.joinTimer);
@@ -159,7 +192,6 @@ export function createStreams(deps: StreamDeps) {
     stream.agent = ws;
     const { sessionId } = stream.grant;
     const slog = log.child({ session_id: sessionId, stream_id: stream.streamId });
-    ws.on('error', (err) => slog.warn('device stream error', { err: err.message }));
     stream.splice = splice(stream.client, ws, {
       highWaterMark: SPLICE_HIGH_WATER,
       lowWaterMark: SPLICE_LOW_WATER,
@@ -190,7 +222,8 @@ export function createStreams(deps: StreamDeps) {
       const ticket = url.searchParams.get('ticket') ?? undefined;
       const bearer = bearerOf(req);
       const access = deps.authorize(sessionId, { ticket, bearer });
-      wss.handleUpgrade(req, socket, head, (ws) => {
+      const onError = (err: Error) => log.info('client stream error', { session_id: sessionId, err: err.message });
+      acceptWebSocket(wss, req, socket, head, onError, (ws) => {
         if (!access.ok) closeOnce(ws, access.code, access.reason);
         else admitClient(ws, access.grant);
       });
@@ -209,7 +242,8 @@ export function createStreams(deps: StreamDeps) {
         rejectUpgrade(socket, 404, 'not_found', 'no stream is waiting for this device with that id');
         return;
       }
-      agentWss.handleUpgrade(req, socket, head, (ws) => joinAgent(ws, stream));
+      const onError = (err: Error) => log.warn('device stream error', { session_id: stream.grant.sessionId, stream_id: stream.streamId, err: err.message });
+      acceptWebSocket(agentWss, req, socket, head, onError, (ws) => joinAgent(ws, stream));
     },
 
     /** The agent will not serve a stream: the client learns why. */
@@ -224,9 +258,10 @@ export function createStreams(deps: StreamDeps) {
     endSession(sessionId: string, reason: CloseReason): void {
       const stream = bySession.get(sessionId);
       if (!stream) return;
-      const code = closeCodeFor(reason);
-      const text = reason === 'expired' ? 'session expired' : reason === 'server_shutdown' ? 'server shutting down' : 'session closed';
-      endStream(stream, code, text);
+      // The session closed because the very token this client joined with expired: 4401, as
+      // its own timer would have said a moment later.
+      if (reason === 'token_expired' && tokenExpired(stream)) return endStream(stream, STREAM_CLOSE.noCredentials, 'token expired');
+      endStream(stream, closeCodeFor(reason), CLOSE_TEXT[reason]);
     },
 
     /** A token was revoked: the streams it admitted close with 4401 (ticket holders are the session's business). */

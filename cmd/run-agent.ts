@@ -2,6 +2,7 @@
 import { createAgent } from '../agent/agent';
 import { loadAgentConfig, type AgentFlags } from '../agent/config';
 import { createLogger, LOG_LEVELS, type LogLevel } from '../shared/log';
+import { guardProcess } from '../shared/process-guard';
 
 export async function runAgent(flags: AgentFlags, env: NodeJS.ProcessEnv): Promise<void> {
   const config = loadAgentConfig(flags, env);
@@ -9,6 +10,7 @@ export async function runAgent(flags: AgentFlags, env: NodeJS.ProcessEnv): Promi
     ? (env.TETHER_LOG_LEVEL as LogLevel)
     : 'info';
   const log = createLogger({ level }, { component: 'agent', device_id: config.deviceId });
+  guardProcess(log); // a bug in one handler must not cut the device off
   const agent = createAgent(config, { log });
   log.info('agent starting', { server: config.connectUrl, files_root: config.filesRoot, log_dirs: config.logDirs });
   agent.start();

@@ -14,6 +14,7 @@ import { openStore } from '../api/store/index';
 import { createBroker } from '../broker/index';
 import { createLogger, type Logger } from '../shared/log';
 import { createMetrics } from '../shared/metrics';
+import { guardProcess } from '../shared/process-guard';
 import { createTicketer } from '../shared/tickets';
 import type { ServerConfig } from './server-config';
 
@@ -25,6 +26,11 @@ export interface ServerOptions {
   print?: (line: string) => void;
   /** How long a stream waits for its device (the contract's 10 s unless a test shortens it). */
   joinTimeoutMs?: number;
+  /**
+   * Install the process-wide last line of defence (`tether server` does; a server inside a
+   * test runner does not, so the runner sees any escaped error itself).
+   */
+  guardProcess?: boolean;
 }
 
 export interface RunningServer {
@@ -47,6 +53,8 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
   const store = openStore(config.data_dir);
   store.devices.markAllOffline(); // no agent is connected to a server that just started
   const metrics = createMetrics();
+  const escaped = metrics.counter('tether_uncaught_errors_total', 'Errors that escaped every handler (a bug: please report it).');
+  const unguard = options.guardProcess ? guardProcess(log, (kind) => escaped.inc({ kind })) : () => {};
   let listenedUrl = '';
   const publicUrl = () => config.publicUrl ?? listenedUrl;
 
@@ -109,6 +117,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     await broker.close();
     api.shutdown();
     store.close();
+    unguard();
     throw err;
   }
 
@@ -133,6 +142,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
         httpServer.closeAllConnections();
         await closed;
         store.close();
+        unguard();
         log.info('server stopped', { sessions_closed: sessionsClosed });
       })()),
   };

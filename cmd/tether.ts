@@ -23,7 +23,7 @@ async function runServer(configFile: string | undefined): Promise<void> {
   // Loaded only for `tether server`: client commands start in a fraction of the time without
   // Koa, SQLite and the broker.
   const { startServer } = await import('./server');
-  const server = await startServer(config);
+  const server = await startServer(config, { guardProcess: true });
   await new Promise<void>((resolve) => {
     let signals = 0;
     const onSignal = () => {

@@ -40,8 +40,17 @@ export const AGENT_CLOSE = {
 export const sessionProtocolSchema = z.enum(['diagnostics', 'shell', 'file-transfer']);
 export type SessionProtocol = z.infer<typeof sessionProtocolSchema>;
 
-export const closeReasonSchema = z.enum(['closed', 'expired', 'device_deleted', 'server_shutdown']);
+/** Why a session closed; `token_expired`: the token that opened it expired (CONTRACT 9). */
+export const closeReasonSchema = z.enum(['closed', 'expired', 'token_expired', 'device_deleted', 'server_shutdown']);
 export type CloseReason = z.infer<typeof closeReasonSchema>;
+
+/**
+ * The reasons `session.close` carries to agents: those of protocol v1. Agents in the field
+ * refuse a reason they do not know, so a newer reason travels as the v1 one it is a case of.
+ */
+export const agentCloseReasonSchema = z.enum(['closed', 'expired', 'device_deleted', 'server_shutdown']);
+export type AgentCloseReason = z.infer<typeof agentCloseReasonSchema>;
+export const agentCloseReason = (reason: CloseReason): AgentCloseReason => (reason === 'token_expired' ? 'closed' : reason);
 
 /** Broker → agent, first message after the upgrade: the broker's view of this connection. */
 export const welcomeMessage = z.object({
@@ -66,7 +75,7 @@ export const sessionOpenedMessage = z.object({
 export const sessionCloseMessage = z.object({
   type: z.literal('session.close'),
   session_id: z.string(),
-  reason: closeReasonSchema,
+  reason: agentCloseReasonSchema,
 });
 
 /**

@@ -28,6 +28,8 @@ export interface StreamGrant {
   expiresAt: string;
   /** The bearer token that admitted the client, if it came with one rather than a ticket. */
   tokenId?: string;
+  /** When that bearer token expires (the stream closes with 4401 then); absent: never. */
+  tokenExpiresAt?: string;
 }
 
 /** The API's answer to "may these credentials connect to this session's stream?". */

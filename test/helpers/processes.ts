@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll } from 'vitest';
+import { ESCAPED_ERROR_MSG } from '../../shared/process-guard';
 import { waitFor } from './wait';
 
 export const TETHER_BIN = resolve(__dirname, '../../dist/tether.cjs');
@@ -28,10 +29,16 @@ export interface Proc {
 const live = new Set<ChildProcess>();
 /** Agents of this test file keep their state here, never in the home directory. */
 let stateDir: string | undefined;
+/** Lines where a server or agent process logged an error that escaped every handler. */
+const escapes: string[] = [];
 afterAll(() => {
   for (const child of live) child.kill('SIGKILL');
   if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  // The process guard keeps a server up after an escaped error; a test run must not pass over one.
+  if (escapes.length > 0) throw new Error(`a process logged an escaped error:\n${escapes.join('\n')}`);
 });
+
+const ESCAPE_MARK = `"msg":${JSON.stringify(ESCAPED_ERROR_MSG)}`;
 
 function collect(stream: NodeJS.ReadableStream | null, into: string[]): void {
   let partial = '';
@@ -40,6 +47,7 @@ function collect(stream: NodeJS.ReadableStream | null, into: string[]): void {
     const parts = (partial + chunk).split('\n');
     partial = parts.pop()!;
     into.push(...parts);
+    for (const line of parts) if (line.includes(ESCAPE_MARK)) escapes.push(line);
   });
 }
 

@@ -5,7 +5,7 @@
  * between the check and the use (a TOCTOU race) cannot lead out.
  */
 import { constants } from 'node:fs';
-import { open, readlink, realpath, type FileHandle } from 'node:fs/promises';
+import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { TransferError } from './transfer-error';
 
@@ -61,6 +61,38 @@ export async function openConfined(realRoot: string, canonicalPath: string, show
   const handle = await open(canonicalPath, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     await assertOpenedInside(handle, realRoot, shown);
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+  return handle;
+}
+
+/**
+ * Opens an existing regular file inside the root for reading, like `openConfined`, and never
+ * anything else: a FIFO, socket, device node or directory is refused with `bad_params`. The
+ * open does not block (O_NONBLOCK): a blocking open of a FIFO waits for a writer while holding
+ * one of libuv's four file threads, and a few of them stall every file operation of the process.
+ * The opened descriptor's type is what counts (fstat), so a file swapped for a FIFO between the
+ * check and the open is caught too.
+ */
+export async function openRegularConfined(realRoot: string, canonicalPath: string, shown: string): Promise<FileHandle> {
+  const notRegular = () => new TransferError('bad_params', `${shown} is not a regular file`);
+  // Looked at before opening, because opening a device node can act on the device (a tape
+  // rewinds, a serial line's modem signals rise); the fstat below is the check that holds.
+  const before = await lstat(canonicalPath);
+  if (before.isSymbolicLink()) throw new TransferError('path_outside_root', 'refusing to follow a symbolic link');
+  if (!before.isFile()) throw notRegular();
+  let handle: FileHandle;
+  try {
+    handle = await open(canonicalPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENXIO') throw notRegular(); // a socket swapped in
+    throw err;
+  }
+  try {
+    await assertOpenedInside(handle, realRoot, shown);
+    if (!(await handle.stat()).isFile()) throw notRegular();
   } catch (err) {
     await handle.close();
     throw err;

@@ -11,7 +11,7 @@ import { CliError } from './errors';
 export function explainClose(code: number, reason: string): string {
   switch (code) {
     case STREAM_CLOSE.sessionClosed:
-      return 'the session was closed';
+      return reason.startsWith('session closed: ') ? `the ${reason}` : 'the session was closed';
     case STREAM_CLOSE.sessionExpired:
       return 'the session expired (its TTL ran out)';
     case STREAM_CLOSE.unknownSession:
@@ -19,7 +19,9 @@ export function explainClose(code: number, reason: string): string {
     case STREAM_CLOSE.busy:
       return 'another client is connected to this session';
     case STREAM_CLOSE.noCredentials:
-      return 'the server wants a ticket or a token for this stream';
+      return reason === 'token expired' || reason === 'token revoked'
+        ? `your ${reason}; log in again (tether login)`
+        : 'the server wants a ticket or a token for this stream';
     case STREAM_CLOSE.deviceTimeout:
       return 'the device did not answer within 10 s';
     case STREAM_CLOSE.serverShutdown:

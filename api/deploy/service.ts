@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../../shared/log';
 import { ApiError, conflict, notFound } from '../errors';
-import { requireRole } from '../http/auth';
+import { requireAccess } from '../access';
 import type { Role } from '../roles';
 import type { Store } from '../store/index';
 import type { CurrentImage, Environment, RevisionRow, ServiceRow } from '../store/services';
@@ -128,7 +128,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
 
   /** Weight 0 halts, 100 promotes, anything between shifts traffic (seed 3.5). */
   function setWeight(principal: Principal, env: Environment, name: string, weight: number) {
-    requireRole(principal, WRITE_ROLE[env], `changing canaries in ${env}`);
+    requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `changing canaries in ${env}`);
     const row = serviceOr404(name, env);
     if (!row.canary_revision) throw conflict(`${name} in ${env} has no canary deployed`);
     if (weight === 100) return canaryView(promoteRow(principal, row));
@@ -144,7 +144,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
   return {
     /** Validates an SSD and, unless `dryRun`, deploys it (CONTRACT 5.2, 5.3). */
     apply(principal: Principal, env: Environment, yaml: string, dryRun: boolean) {
-      requireRole(principal, WRITE_ROLE[env], `deploying to ${env}`);
+      requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `deploying to ${env}`);
       const parsed = parseSsd(yaml);
       if (!parsed.ok) {
         throw new ApiError('invalid_spec', `the service spec is invalid: ${parsed.details.length} problem(s)`, parsed.details);
@@ -209,18 +209,18 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
     },
 
     list(principal: Principal, env: Environment, status: ServiceRow['status'] | undefined, limit: number, offset: number) {
-      requireRole(principal, 'developer');
+      requireAccess(principal, 'deployments:read', 'developer');
       const { items, total } = repo.list(env, status, limit, offset);
       return { items: items.map((r) => view(r)), total };
     },
 
     get(principal: Principal, env: Environment, name: string) {
-      requireRole(principal, 'developer');
+      requireAccess(principal, 'deployments:read', 'developer');
       return view(serviceOr404(name, env), { previous: true, sync: true });
     },
 
     history(principal: Principal, env: Environment, name: string, limit: number, offset: number) {
-      requireRole(principal, 'developer');
+      requireAccess(principal, 'deployments:read', 'developer');
       const row = serviceOr404(name, env);
       const { items, total } = repo.history(name, env, limit, offset);
       return {
@@ -237,7 +237,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
 
     /** A new deployment of an earlier revision's image and stored spec (seed 4.2 rules 1–2). */
     rollback(principal: Principal, env: Environment, name: string, revision: string | undefined) {
-      requireRole(principal, ROLLBACK_ROLE[env], `rolling back in ${env}`);
+      requireAccess(principal, 'deployments:write', ROLLBACK_ROLE[env], `rolling back in ${env}`);
       const row = serviceOr404(name, env);
       const targetRevision = revision ?? row.previous_revision;
       if (!targetRevision) throw conflict(`${name} in ${env} has no previous revision to roll back to`);
@@ -270,7 +270,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
 
     /** Removes the service in that environment for good; its pods are terminated. */
     remove(principal: Principal, env: Environment, name: string) {
-      requireRole(principal, 'platform-engineer', 'deleting services');
+      requireAccess(principal, 'deployments:write', 'platform-engineer', 'deleting services');
       const row = serviceOr404(name, env);
       store.db.transaction(() => {
         repo.delete(name, env);
@@ -282,7 +282,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
     },
 
     canary(principal: Principal, env: Environment, name: string) {
-      requireRole(principal, 'developer');
+      requireAccess(principal, 'deployments:read', 'developer');
       return canaryView(serviceOr404(name, env));
     },
 
@@ -291,7 +291,7 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
     halt: (principal: Principal, env: Environment, name: string) => setWeight(principal, env, name, 0),
 
     promote(principal: Principal, env: Environment, name: string) {
-      requireRole(principal, WRITE_ROLE[env], `changing canaries in ${env}`);
+      requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `changing canaries in ${env}`);
       const row = serviceOr404(name, env);
       if (!row.canary_revision) throw conflict(`${name} in ${env} has no canary deployed`);
       return view(promoteRow(principal, row), { previous: true, dryRun: false });

@@ -1,7 +1,8 @@
 /** @module The device registry and agent presence (CONTRACT section 2, seed 4.1). */
 import Router from '@koa/router';
 import { z } from 'zod';
-import { principalOf, requireRole } from '../http/auth';
+import { requireAccess } from '../access';
+import { principalOf } from '../http/auth';
 import { rateLimit, type RateLimiter } from '../http/rate-limit';
 import { offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
 import { notFound } from '../errors';
@@ -48,30 +49,30 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter }: 
 
   router.post('/v1/devices', async function addDevice(ctx) {
     const body = await parseBody(ctx, newDeviceBody);
-    requireRole(principalOf(ctx), 'administrator', 'registering devices');
+    requireAccess(principalOf(ctx), 'devices:write', 'administrator', 'registering devices');
     ok(ctx, identity.createDevice(body.device_id, body.labels ?? {}), 201);
   });
 
   router.get('/v1/devices', rateLimit(listLimiter, DEVICE_LIST_PER_MINUTE), function listDevices(ctx) {
     const q = parseQuery(ctx, listQuery);
-    requireRole(principalOf(ctx), 'developer');
+    requireAccess(principalOf(ctx), 'devices:read', 'developer');
     const { items, total } = store.devices.list({ agent_status: q.agent_status, limit: q.per_page, offset: offsetOf(q) });
     okList(ctx, items, q, total);
   });
 
   router.get('/v1/devices/:id', function getDevice(ctx) {
-    requireRole(principalOf(ctx), 'developer');
+    requireAccess(principalOf(ctx), 'devices:read', 'developer');
     ok(ctx, deviceOr404(ctx.params.id!));
   });
 
   router.get('/v1/devices/:id/agent-status', function getAgentStatus(ctx) {
-    requireRole(principalOf(ctx), 'developer');
+    requireAccess(principalOf(ctx), 'devices:read', 'developer');
     const d = deviceOr404(ctx.params.id!);
     ok(ctx, { device_id: d.device_id, agent_status: d.agent_status, last_seen_at: d.last_seen_at });
   });
 
   router.delete('/v1/devices/:id', function deleteDevice(ctx) {
-    requireRole(principalOf(ctx), 'administrator', 'deleting devices');
+    requireAccess(principalOf(ctx), 'devices:write', 'administrator', 'deleting devices');
     const { device_id } = deviceOr404(ctx.params.id!);
     const closed = sessions.closeAllOfDevice(device_id, 'device_deleted');
     store.devices.delete(device_id);

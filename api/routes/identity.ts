@@ -2,7 +2,8 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import { ApiError } from '../errors';
-import { principalOf, requireRole } from '../http/auth';
+import { requireAccess, SCOPES } from '../access';
+import { principalOf } from '../http/auth';
 import type { RateLimiter } from '../http/rate-limit';
 import { parseBody } from '../http/validate';
 import { roleSchema } from '../roles';
@@ -32,7 +33,7 @@ const tenantSchema = z.union([z.literal('*'), z.string().regex(/^[A-Za-z0-9._-]{
 const tokenBody = z.strictObject({
   username: usernameSchema,
   ttl_seconds: z.number().int().min(1).max(SERVICE_TOKEN_MAX_TTL_S).optional(),
-  scopes: z.array(z.enum(['fleet:read', 'fleet:write', '*'])).max(16).optional(),
+  scopes: z.array(z.enum(SCOPES)).max(32).optional(),
   tenants: z.array(tenantSchema).max(1000).optional(),
 });
 
@@ -85,23 +86,24 @@ export function identityRoutes(identity: IdentityService): Router {
 
   router.post('/v1/users', async function createUser(ctx) {
     const body = await parseBody(ctx, newUserBody);
-    requireRole(principalOf(ctx), 'administrator', 'creating users');
+    requireAccess(principalOf(ctx), 'identity:write', 'administrator', 'creating users');
     ok(ctx, await identity.createUser(body), 201);
   });
 
   router.get('/v1/users', function listUsers(ctx) {
-    requireRole(principalOf(ctx), 'administrator', 'listing users');
+    requireAccess(principalOf(ctx), 'identity:read', 'administrator', 'listing users');
     ok(ctx, identity.listUsers());
   });
 
   router.post('/v1/tokens', async function issueToken(ctx) {
     const body = await parseBody(ctx, tokenBody);
-    requireRole(principalOf(ctx), 'administrator', 'issuing tokens');
-    ok(ctx, identity.issueToken(body.username, body), 201);
+    const issuer = principalOf(ctx);
+    requireAccess(issuer, 'identity:write', 'administrator', 'issuing tokens');
+    ok(ctx, identity.issueToken(body.username, body, issuer), 201);
   });
 
   router.delete('/v1/tokens/:tokenId', function revokeToken(ctx) {
-    requireRole(principalOf(ctx), 'administrator', 'revoking tokens');
+    requireAccess(principalOf(ctx), 'identity:write', 'administrator', 'revoking tokens');
     identity.revokeToken(ctx.params.tokenId!);
     ok(ctx, { token_id: ctx.params.tokenId, revoked: true });
   });

@@ -3,7 +3,8 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { ApiError } from '../errors';
 import { readRawBody } from '../http/body';
-import { principalOf, requireRole } from '../http/auth';
+import { requireAccess } from '../access';
+import { principalOf } from '../http/auth';
 import { dateTimeParam, offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
 import type { DeploymentService } from '../deploy/service';
 import type { Store } from '../store/index';
@@ -99,7 +100,7 @@ export function serviceRoutes(deployments: DeploymentService, store: Store): Rou
 
   router.get('/v1/audit/deployments', function listDeploymentAudit(ctx) {
     const q = parseQuery(ctx, auditQuery);
-    requireRole(principalOf(ctx), 'administrator', 'reading the deployment audit');
+    requireAccess(principalOf(ctx), 'deployments:read', 'administrator', 'reading the deployment audit');
     const { items, total } = store.services.auditList({
       service: q.service,
       environment: q.env,

@@ -3,7 +3,8 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import { sessionProtocolSchema } from '../../shared/protocol';
 import type { Ticketer } from '../../shared/tickets';
-import { principalOf, requireRole } from '../http/auth';
+import { requireAccess } from '../access';
+import { principalOf } from '../http/auth';
 import { rateLimit, type RateLimiter } from '../http/rate-limit';
 import { dateTimeParam, offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
 import { hasRole } from '../roles';
@@ -106,7 +107,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
     function listAudit(ctx) {
       const q = parseQuery(ctx, auditQuery);
       const p = principalOf(ctx);
-      requireRole(p, 'developer');
+      requireAccess(p, 'sessions:read', 'developer');
       const owner = hasRole(p.role, 'administrator') ? undefined : p.username;
       const { items, total } = store.audit.list({ ...q, owner, limit: q.per_page, offset: offsetOf(q) });
       okList(ctx, items, q, total);

@@ -3,9 +3,11 @@
  * than storage (token lifetimes per kind, password checks, one-time secrets).
  */
 import { newSecret, randomBase32, sha256Hex } from '../../shared/ids';
+import { requireWithinIssuer } from '../access';
 import { badRequest, conflict, notFound, unauthorized } from '../errors';
 import type { Role } from '../roles';
 import { isUniqueViolation, type Store } from '../store/index';
+import type { Principal } from '../store/tokens';
 import type { User, UserKind } from '../store/users';
 import { hashPassword, verifyPassword } from './passwords';
 
@@ -43,16 +45,15 @@ export interface TokenRequest {
 export function createIdentityService(store: Store, now: () => number, onRevoked: (tokenId: string) => void = () => {}) {
   const iso = (ms: number) => new Date(ms).toISOString();
 
-  function issue(username: string, ttlSeconds: number | null, req: TokenRequest): IssuedToken {
+  function issue(username: string, expiresAt: number | null, req: TokenRequest): IssuedToken {
     const token = req.token ?? newSecret(USER_TOKEN_PREFIX);
-    const t = now();
     const record = {
       token_id: `tok_${randomBase32(20)}`,
       username,
       scopes: [...new Set(req.scopes ?? [])],
       tenants: [...new Set(req.tenants ?? [])],
-      created_at: iso(t),
-      expires_at: ttlSeconds === null ? null : iso(t + ttlSeconds * 1000),
+      created_at: iso(now()),
+      expires_at: expiresAt === null ? null : iso(expiresAt),
     };
     store.tokens.insert(record, sha256Hex(token));
     return { token, token_id: record.token_id, expires_at: record.expires_at };
@@ -79,30 +80,44 @@ export function createIdentityService(store: Store, now: () => number, onRevoked
 
     listUsers: () => store.users.list(),
 
-    /** Exchanges a password for a user token (8 hours, no scopes or tenants). */
+    /**
+     * Exchanges a password for a user token: 8 hours, every scope (the user's role bounds it),
+     * no tenants (fleet tokens are issued by an administrator).
+     */
     async login(username: string, password: string): Promise<IssuedToken> {
       const user = store.users.get(username);
       const ok = await verifyPassword(password, user?.password_hash);
       if (!user || !ok) throw unauthorized('unknown user or wrong password');
-      return issue(username, USER_TOKEN_TTL_S, {});
+      return issue(username, now() + USER_TOKEN_TTL_S * 1000, { scopes: ['*'] });
     },
 
-    /** Issues a token for a user, within the lifetime its kind allows. */
-    issueToken(username: string, req: TokenRequest): IssuedToken {
+    /**
+     * Issues a token for a user, within the lifetime its kind allows and, when `issuer` is a
+     * token (not the bootstrap), no broader than it: scopes default to the issuer's, tenants
+     * to none, and an unasked-for lifetime ends no later than the issuer's.
+     */
+    issueToken(username: string, req: TokenRequest, issuer?: Principal): IssuedToken {
       const user = store.users.get(username);
       if (!user) throw notFound(`no user ${username}`);
-      let ttl: number | null;
+      const t = now();
+      let expiresAt: number | null;
       if (user.kind === 'human') {
-        ttl = req.ttl_seconds ?? USER_TOKEN_TTL_S;
+        const ttl = req.ttl_seconds ?? USER_TOKEN_TTL_S;
         if (ttl > USER_TOKEN_TTL_S) {
           throw badRequest(`a human's token lives at most ${USER_TOKEN_TTL_S} s`, [
             { path: 'ttl_seconds', message: `must be at most ${USER_TOKEN_TTL_S} for a human user` },
           ]);
         }
+        expiresAt = t + ttl * 1000;
       } else {
-        ttl = req.ttl_seconds ?? null;
+        expiresAt = req.ttl_seconds === undefined ? null : t + req.ttl_seconds * 1000;
       }
-      return issue(username, ttl, req);
+      if (!issuer) return issue(username, expiresAt, req);
+      const issuerEnd = issuer.expires_at === null ? null : Date.parse(issuer.expires_at);
+      if (req.ttl_seconds === undefined && issuerEnd !== null) expiresAt = Math.min(expiresAt ?? issuerEnd, issuerEnd);
+      const grant = { scopes: req.scopes ?? issuer.scopes, tenants: req.tenants ?? [], expiresAt };
+      requireWithinIssuer(issuer, grant);
+      return issue(username, expiresAt, { ...req, scopes: grant.scopes, tenants: grant.tenants });
     },
 
     /** Revokes a token; revoking twice is not an error. */

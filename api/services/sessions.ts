@@ -6,8 +6,8 @@
 import { newSessionId, newTraceId } from '../../shared/ids';
 import type { Logger } from '../../shared/log';
 import type { CloseReason, SessionProtocol } from '../../shared/protocol';
-import { ApiError, conflict, forbidden, notFound } from '../errors';
-import { requireRole } from '../http/auth';
+import { ApiError, conflict, notFound } from '../errors';
+import { requireAccess, type Scope } from '../access';
 import type { RelayPort } from '../ports';
 import { hasRole, PROTOCOL_MIN_ROLE } from '../roles';
 import { isUniqueViolation, type Store } from '../store/index';
@@ -108,11 +108,17 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
     }
   }
 
-  /** Expires every open session whose time has come. */
+  /**
+   * Expires every open session whose time has come, and closes those whose token expired
+   * (a session never outlives the token that opened it).
+   */
   function expireDue(): SessionRow[] {
-    const expired = closeAndNotify(store.sessions.dueIds(iso(now())), 'expired', SYSTEM_ACTOR);
+    const at = iso(now());
+    const expired = closeAndNotify(store.sessions.dueIds(at), 'expired', SYSTEM_ACTOR);
     for (const s of expired) log.info('session expired', { session_id: s.session_id, trace_id: s.trace_id });
-    return expired;
+    const orphaned = closeAndNotify(store.sessions.dueByTokenIds(at), 'token_expired', SYSTEM_ACTOR);
+    for (const s of orphaned) log.info('session closed: its token expired', { session_id: s.session_id, trace_id: s.trace_id });
+    return [...expired, ...orphaned];
   }
 
   const openInTx = store.db.transaction((row: Parameters<Store['sessions']['insert']>[0]) => {
@@ -131,8 +137,8 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
   });
 
   /** The session if the caller may see it, else 404 (existence never leaks). */
-  function visible(principal: Principal, sessionId: string): SessionRow {
-    requireRole(principal, 'developer');
+  function visible(principal: Principal, sessionId: string, scope: Scope = 'sessions:read'): SessionRow {
+    requireAccess(principal, scope, 'developer');
     const row = store.sessions.get(sessionId);
     if (!row || !canSee(principal, row)) throw notFound(`no session ${sessionId}`);
     return row;
@@ -142,9 +148,7 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
     /** Opens a session; checks run in the contract's order: 403, 404, 422, 409. */
     open(principal: Principal, req: OpenRequest): SessionRow {
       const minimum = PROTOCOL_MIN_ROLE[req.protocol];
-      if (!hasRole(principal.role, minimum)) {
-        throw forbidden(`opening a ${req.protocol} session requires role ${minimum} or higher`);
-      }
+      requireAccess(principal, 'sessions:write', minimum, `opening a ${req.protocol} session`);
       const device = store.devices.get(req.device_id);
       if (!device) throw notFound(`no device ${req.device_id}`);
       if (device.agent_status !== 'online') {
@@ -162,6 +166,7 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
         ttl_seconds: ttl,
         opened_by: principal.username,
         token_id: principal.token_id,
+        token_expires_at: principal.expires_at,
         opened_at: iso(t),
         expires_at: iso(t + ttl * 1000),
         trace_id: newTraceId(),
@@ -178,21 +183,22 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
       }
       const session = store.sessions.get(row.session_id)!;
       log.info('session opened', { session_id: session.session_id, trace_id: session.trace_id, user: principal.username });
-      if (armedFor === undefined || Date.parse(session.expires_at) < armedFor) arm();
+      const ends = Math.min(Date.parse(session.expires_at), Date.parse(session.token_expires_at ?? session.expires_at));
+      if (armedFor === undefined || ends < armedFor) arm();
       relay.sessionOpened(session);
       return session;
     },
 
-    get: visible,
+    get: (principal: Principal, sessionId: string) => visible(principal, sessionId),
 
     list(principal: Principal, q: Omit<SessionQuery, 'opened_by'>) {
-      requireRole(principal, 'developer');
+      requireAccess(principal, 'sessions:read', 'developer');
       return store.sessions.list({ ...q, opened_by: isAdmin(principal) ? undefined : principal.username });
     },
 
     /** Closes a session the caller may close; a closed or invisible one is 404 (seed 3.1). */
     close(principal: Principal, sessionId: string): SessionRow {
-      const row = visible(principal, sessionId);
+      const row = visible(principal, sessionId, 'sessions:write');
       if (row.status !== 'open') throw notFound(`session ${sessionId} is already closed`);
       const [closed] = closeAndNotify([sessionId], 'closed', principal.username);
       if (!closed) throw notFound(`session ${sessionId} is already closed`);

@@ -13,6 +13,8 @@ export interface SessionRow {
   opened_by: string;
   /** The token the session was opened with (null for sessions older than migration 4). */
   token_id: string | null;
+  /** When that token expires: the session closes then (`token_expired`); null: never. */
+  token_expires_at: string | null;
   opened_at: string;
   expires_at: string;
   closed_at: string | null;
@@ -42,8 +44,8 @@ const FILTER = `(@device_id IS NULL OR device_id = @device_id)
 
 export function createSessionRepo(db: Db) {
   const insert = db.prepare(
-    `INSERT INTO sessions (session_id, device_id, protocol, status, ttl_seconds, opened_by, token_id, opened_at, expires_at, trace_id)
-     VALUES (@session_id, @device_id, @protocol, 'open', @ttl_seconds, @opened_by, @token_id, @opened_at, @expires_at, @trace_id)`,
+    `INSERT INTO sessions (session_id, device_id, protocol, status, ttl_seconds, opened_by, token_id, token_expires_at, opened_at, expires_at, trace_id)
+     VALUES (@session_id, @device_id, @protocol, 'open', @ttl_seconds, @opened_by, @token_id, @token_expires_at, @opened_at, @expires_at, @trace_id)`,
   );
   const byId = db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE session_id = ?');
   const page = db.prepare<[Record<string, unknown>], SessionRow>(
@@ -59,6 +61,10 @@ export function createSessionRepo(db: Db) {
   const due = db.prepare<[string], { session_id: string }>(
     "SELECT session_id FROM sessions WHERE status = 'open' AND expires_at <= ?",
   );
+  // A session whose own expiry also passed is `expired`, not `token_expired`.
+  const dueByToken = db.prepare<[string, string], { session_id: string }>(
+    "SELECT session_id FROM sessions WHERE status = 'open' AND token_expires_at <= ? AND expires_at > ?",
+  );
   const openIds = db.prepare<[], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open'");
   const openOfDevice = db.prepare<[string], { session_id: string }>(
     "SELECT session_id FROM sessions WHERE status = 'open' AND device_id = ?",
@@ -67,7 +73,7 @@ export function createSessionRepo(db: Db) {
     "SELECT session_id FROM sessions WHERE status = 'open' AND token_id = ?",
   );
   const nextExpiry = db.prepare<[], { at: string | null }>(
-    "SELECT MIN(expires_at) AS at FROM sessions WHERE status = 'open'",
+    "SELECT MIN(MIN(expires_at, COALESCE(token_expires_at, expires_at))) AS at FROM sessions WHERE status = 'open'",
   );
   const openCount = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM sessions WHERE status = 'open'");
   const addBytes = db.prepare<[number, number, string]>(
@@ -98,9 +104,12 @@ export function createSessionRepo(db: Db) {
       close.get(at, reason, sessionId),
     /** Ids of open sessions whose expiry is at or before `at`. */
     dueIds: (at: string): string[] => due.all(at).map((r) => r.session_id),
+    /** Ids of open sessions whose token expired at or before `at`, while they had not. */
+    dueByTokenIds: (at: string): string[] => dueByToken.all(at, at).map((r) => r.session_id),
     openIds: (): string[] => openIds.all().map((r) => r.session_id),
     openIdsOfDevice: (deviceId: string): string[] => openOfDevice.all(deviceId).map((r) => r.session_id),
     openIdsOfToken: (tokenId: string): string[] => openOfToken.all(tokenId).map((r) => r.session_id),
+    /** The earliest moment an open session expires or loses its token. */
     nextExpiry: (): string | null => nextExpiry.get()!.at,
     openCount: (): number => openCount.get()!.n,
     /** Adds tunnel byte counts to many sessions in one transaction. */

@@ -8,7 +8,7 @@ import { silentLogger } from '../../shared/log';
 import { tempDir } from '../helpers/stack';
 
 const admin: Principal = {
-  token_id: 'tok_x', username: 'ops', role: 'administrator', kind: 'human', scopes: [], tenants: [],
+  token_id: 'tok_x', username: 'ops', role: 'administrator', kind: 'human', scopes: ['*'], tenants: [],
   created_at: '', expires_at: null, revoked_at: null,
 };
 
@@ -79,6 +79,42 @@ describe('session expiry timer', () => {
     vi.advanceTimersByTime(120_000);
     expect(store.sessions.get(s.session_id)?.close_reason).toBe('closed');
     expect(store.audit.list({ event: 'session.expired', limit: 10, offset: 0 }).total).toBe(0);
+    service.shutdown();
+  });
+
+  it('a session closes when the token that opened it expires, before its own TTL', () => {
+    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
+    service.start();
+    const shortLived: Principal = { ...admin, token_id: 'tok_short', expires_at: '2026-01-01T00:00:15.000Z' };
+    const bound = service.open(shortLived, { device_id: 'dev-a', protocol: 'shell', ttl_seconds: 8 * 3600 });
+    const free = service.open(admin, { device_id: 'dev-b', protocol: 'shell', ttl_seconds: 8 * 3600 });
+
+    vi.advanceTimersByTime(14_999);
+    expect(store.sessions.get(bound.session_id)?.status).toBe('open');
+    vi.advanceTimersByTime(1);
+    expect(store.sessions.get(bound.session_id)).toMatchObject({
+      status: 'closed',
+      close_reason: 'token_expired',
+      closed_at: '2026-01-01T00:00:15.000Z',
+    });
+    const events = store.audit.list({ session_id: bound.session_id, limit: 10, offset: 0 });
+    expect(events.items.map((e) => [e.event, e.actor, e.reason])).toEqual([
+      ['session.closed', 'system', 'token_expired'],
+      ['session.opened', 'ops', null],
+    ]);
+    // a token without expiry bounds nothing
+    vi.advanceTimersByTime(3600_000);
+    expect(store.sessions.get(free.session_id)?.status).toBe('open');
+    service.shutdown();
+  });
+
+  it('a session whose own TTL ends first is expired, not token_expired', () => {
+    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
+    service.start();
+    const token: Principal = { ...admin, token_id: 'tok_hour', expires_at: '2026-01-01T01:00:00.000Z' };
+    const s = service.open(token, { device_id: 'dev-a', protocol: 'shell', ttl_seconds: 60 });
+    vi.advanceTimersByTime(60_000);
+    expect(store.sessions.get(s.session_id)?.close_reason).toBe('expired');
     service.shutdown();
   });
 });

@@ -3,6 +3,7 @@ import m001 from './001-identity-devices-sessions';
 import m002 from './002-deployments';
 import m003 from './003-fleet';
 import m004 from './004-session-token';
+import m005 from './005-token-bounds';
 
 export interface Migration {
   version: number;
@@ -15,4 +16,5 @@ export const migrations: readonly Migration[] = [
   { version: 2, name: 'deployments', sql: m002 },
   { version: 3, name: 'fleet', sql: m003 },
   { version: 4, name: 'session-token', sql: m004 },
+  { version: 5, name: 'token-bounds', sql: m005 },
 ];

@@ -64,15 +64,28 @@ addAgentOptions(program.command('agent').description('run the device agent')).ac
 let exitCode = 0;
 registerClientCommands(program, () => createContext(), (code) => (exitCode = code));
 
+/**
+ * Exits once stdout and stderr are flushed: writes to a pipe are asynchronous, and exiting
+ * at once cut `tether diag … | less` short by hundreds of kilobytes.
+ */
+function exitFlushed(code: number): void {
+  let pending = 2;
+  const done = () => {
+    if (--pending === 0) process.exit(code);
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+}
+
 program.parseAsync(process.argv).then(
-  () => process.exit(exitCode),
+  () => exitFlushed(exitCode),
   (err: unknown) => {
     if (err instanceof CommanderError) {
       // --help and --version end here with code 0; usage mistakes with 1 from commander.
-      process.exit(err.exitCode === 0 ? 0 : 2);
+      return exitFlushed(err.exitCode === 0 ? 0 : 2);
     }
     process.stderr.write(`tether: ${(err as Error).message}\n`);
     const usage = err instanceof UsageError || (err instanceof CliError && err.exitCode === 2);
-    process.exit(usage ? 2 : 1);
+    exitFlushed(usage ? 2 : 1);
   },
 );

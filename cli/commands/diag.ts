@@ -82,7 +82,11 @@ export function describe(results: Record<string, any>): string {
     );
   }
   const tail = results['log.tail'];
-  if (tail) parts.push(tail.lines.map((l: string) => `${l}\n`).join(''));
+  if (tail) {
+    // The device caps a reply at 1 MiB: say so, or an operator takes the tail for the whole.
+    if (tail.truncated) parts.push(`(only the newest ${tail.lines.length} lines fit in one reply; older ones were left out)\n`);
+    parts.push(tail.lines.map((l: string) => `${l}\n`).join(''));
+  }
   return parts.join('');
 }
 

@@ -220,6 +220,18 @@ describe('diag', () => {
     const bad = await tether(['diag', 'cli-1', 'system.reboot']);
     expect(bad).toMatchObject({ code: 1, stderr: expect.stringContaining('unknown_op') });
   });
+
+  it('says when a log tail was cut to fit one reply', async () => {
+    const logs = tempDir('tether-cli-logs-');
+    writeFileSync(join(logs, 'big.log'), Array.from({ length: 10_000 }, (_, i) => `${i} ${'x'.repeat(500)}`).join('\n') + '\n');
+    await stack.onlineDevice('cli-logs', { TETHER_LOG_DIRS: logs });
+    const tail = await tether(['diag', 'cli-logs', 'log.tail', '--path', join(logs, 'big.log'), '--lines', '10000']);
+    expect(tail.code).toBe(0);
+    const shown = tail.stdout.split('\n').filter((l) => l.endsWith('x'));
+    expect(tail.stdout).toContain(`(only the newest ${shown.length} lines fit in one reply; older ones were left out)`);
+    expect(shown.at(-1)).toMatch(/^9999 x+$/);
+    expect(shown.length).toBeLessThan(10_000);
+  });
 });
 
 describe('shell', () => {

@@ -44,6 +44,9 @@ export async function packTree(realRoot: string, real: string, out: Writable, op
       // Entries without content (directories, links, empty files) are written whole at once.
       if (!source) return void pack.entry(header, Buffer.alloc(0), done);
       const entry = pack.entry(header, done);
+      // A destroyed pack (aborted, or its reader gone) errors its open entry: handled here,
+      // or the error would escape and end the agent.
+      entry.on('error', reject);
       source.on('error', (err) => {
         entry.destroy(err);
         reject(err);
@@ -105,10 +108,15 @@ export async function packTree(realRoot: string, real: string, out: Writable, op
   signal.addEventListener('abort', onAbort);
   const delivered = new Promise<void>((resolveOut, reject) => {
     pack.on('error', reject);
-    out.on('error', reject);
+    out.on('error', (err) => {
+      pack.destroy(err); // the reader is gone: stop walking, fail the entry being written
+      reject(err);
+    });
     out.on('finish', resolveOut);
     pack.pipe(out);
   });
+  // Awaited after the walk; a failure during the walk is handled there, not left unhandled.
+  delivered.catch(() => {});
   try {
     await walk(real);
     pack.finalize();

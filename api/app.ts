@@ -54,7 +54,10 @@ export function createApi(deps: ApiDeps) {
   // The runtime reports to the deployment service, which exists once the runtime does.
   const runtime = deps.runtime((report) => deployments.onReport(report), log.child({ component: 'runtime' }));
   const deployments = createDeploymentService({ store, runtime, log: log.child({ component: 'deployments' }), now });
-  const requests = metrics.counter('tether_http_requests_total', 'HTTP requests by method, route and status.');
+  const requests = metrics.counter(
+    'tether_http_requests_total',
+    'HTTP requests by method, route and status; 499: the client closed the connection before its request was complete.',
+  );
   metrics.gauge('tether_sessions_open', 'Remote-access sessions currently open.', () => store.sessions.openCount());
 
   const minute = 60_000;

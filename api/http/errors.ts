@@ -1,10 +1,12 @@
 /**
  * @module Renders errors as the contract's JSON body, logs each request once, and counts it in
  * the metrics by route and status. Unexpected errors are logged with their stack and answered
- * with a 500 that names only the request id.
+ * with a 500 that names only the request id. A request whose client went away before sending all
+ * of it is no server error: it is counted and logged with status 499 (nginx's "client closed
+ * request"), at info level and without a stack.
  */
 import { randomUUID } from 'node:crypto';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { ApiError } from '../errors';
 import { asFleetError, FleetError, isFleetPath } from '../fleet/errors';
 import type { Logger } from '../../shared/log';
@@ -23,6 +25,20 @@ export function routeOf(ctx: { _matchedRoute?: string | RegExp; state: { route?:
   return ctx.state.route ?? (typeof matched === 'string' ? matched : 'unmatched');
 }
 
+/**
+ * nginx's "client closed request": never sent (there is nobody to send it to), only counted and
+ * logged, so that operators can tell a client that gave up from a server that failed.
+ */
+const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * True when the client closed or reset the connection before its request was complete: Node
+ * destroys the request stream, and whoever was reading the body gets `aborted` (ECONNRESET).
+ */
+function clientWentAway(ctx: Context): boolean {
+  return ctx.req.destroyed && !ctx.req.complete;
+}
+
 export function errorHandler(log: Logger, requests: Counter): Middleware {
   return async function errorHandlerMiddleware(ctx, next) {
     const started = performance.now();
@@ -33,6 +49,17 @@ export function errorHandler(log: Logger, requests: Counter): Middleware {
       }
     } catch (err) {
       const requestId = ctx.state.requestId as string;
+      if (!(err instanceof ApiError || err instanceof FleetError) && clientWentAway(ctx)) {
+        // Anyone with a socket can cut a body short at will: an error log or a 5xx here would
+        // let them page the operators. Nothing can be answered either; Koa writes nothing to a
+        // destroyed socket.
+        log.debug('the client closed the connection before its request was complete', {
+          request_id: requestId,
+          code: (err as NodeJS.ErrnoException).code,
+        });
+        ctx.status = CLIENT_CLOSED_REQUEST;
+        return;
+      }
       let known: ApiError | FleetError;
       if (err instanceof ApiError || err instanceof FleetError) {
         known = err;

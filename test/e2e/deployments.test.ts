@@ -147,6 +147,53 @@ describe('apply', () => {
     expect((await stack.admin.get('/v1/services/web?env=dev')).status).toBe(404); // nothing applied
   });
 
+  const aliasLimit = expect.stringContaining('aliases are limited to 100');
+  it.each([
+    ['101 aliases of one anchor', `a: &a [x]\nb: [${Array(101).fill('*a').join(', ')}]\n`, { path: 'b[100]', message: aliasLimit, line: 2 }],
+    [
+      'an alias bomb (billion laughs)',
+      'a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n',
+      { path: 'd[0]', message: aliasLimit, line: 4 },
+    ],
+    ['an alias without an anchor', `${ssd()}extra: *nope\n`, { path: 'extra', message: expect.stringContaining('unknown alias *nope'), line: 19 }],
+    ['an alias inside its own anchor', 'service: &s\n  name: *s\n', { path: 'service.name', message: expect.stringContaining('refers to a node that contains it'), line: 2 }],
+    ['a YAML 1.1 merge of a scalar', `%YAML 1.1\n---\nx: &x 1\n${ssd()}y:\n  <<: *x\n`, { path: '(root)', message: expect.stringContaining('the YAML cannot be turned into values') }],
+    ['a duplicate key', ssd().replace('  name: web\n', '  name: web\n  name: web2\n'), { path: 'service.name', message: 'duplicate key', line: 3 }],
+    ['a collection as a key', `${ssd()}? [a, b]\n: 1\n`, { path: '(root)', message: expect.stringContaining('keys must be plain values'), line: 19 }],
+    ['flow collections 100,000 deep', '['.repeat(100_000) + ']'.repeat(100_000), { path: '(root)', message: 'nesting is limited to 32 levels', line: 1 }],
+    ['block mappings 1,000 deep', Array.from({ length: 1000 }, (_, i) => `${' '.repeat(i)}a:`).join('\n'), { path: '(root)', message: 'nesting is limited to 32 levels', line: 33 }],
+    ['100,000 nested compact sequences', `${'- '.repeat(100_000)}x\n`, { path: '(root)', message: 'nesting is limited to 32 levels', line: 1 }],
+  ])('hostile YAML: 422 invalid_spec for %s, never a 500', async (_name, yaml, detail) => {
+    // Three times: a deep document used to pass once and then abort the whole server process.
+    for (let i = 0; i < 3; i++) {
+      const res = await apply(dev, 'dev', yaml, '&dry_run=true');
+      expect(res.status, res.text.slice(0, 300)).toBe(422);
+      expect(res.body).toMatchObject({ error: 'invalid_spec', status: 422 });
+      expect(res.body.details).toEqual([detail]);
+    }
+    expect((await dev.get('/v1/services?env=dev')).status).toBe(200); // still serving
+    expect(stack.logs.filter((l) => l.includes('"level":"error"'))).toEqual([]);
+  });
+
+  it('anchors and aliases within the limit are fine: 100 aliases, and a YAML 1.1 merge of a mapping', async () => {
+    const env = Array.from({ length: 100 }, (_, i) => `    VAR_${i}: *v`).join('\n');
+    const aliased = ssd().replace('    LOG_LEVEL: info\n', `    LOG_LEVEL: &v info\n${env}\n`);
+    const res = await apply(dev, 'dev', aliased, '&dry_run=true');
+    expect(res.status, res.text.slice(0, 300)).toBe(200);
+    const merged = `%YAML 1.1\n---\n${ssd().replace(/^service:\n {2}name: web\n/m, 'service:\n  <<: &named {name: web}\n')}`;
+    expect((await apply(dev, 'dev', merged, '&dry_run=true')).body.data).toMatchObject({ name: 'web', dry_run: true });
+  });
+
+  it('hostile YAML: a 700 KiB mapping of 80,000 keys is refused at once, not parsed for minutes', async () => {
+    // The library's own duplicate-key check is quadratic: this held the event loop for minutes.
+    const keys = Array.from({ length: 80_000 }, (_, i) => `k${i}: 1`).join('\n');
+    const started = performance.now();
+    const res = await apply(dev, 'dev', keys, '&dry_run=true');
+    expect(res.status).toBe(422);
+    expect(res.body.details).toEqual([{ path: '(root)', message: expect.stringContaining('the spec is too large'), line: expect.any(Number) }]);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
   it('415 without a YAML content type; 400 without a valid env; 413 past 1 MiB', async () => {
     const json = await dev.raw('POST', '/v1/services?env=dev', ssd(), { 'content-type': 'application/json' });
     expect(json.status).toBe(415);

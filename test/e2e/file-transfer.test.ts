@@ -3,12 +3,12 @@
  * of the files root refused with nothing written outside it and nothing partial left behind.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { connectStream, type StreamClient } from '../helpers/stream';
-import { extractInto, tarOf, tarOfTree, treeDigest } from '../helpers/tar';
+import { extractInto, linksLeadingOut, tarOf, tarOfTree, treeDigest } from '../helpers/tar';
 import { waitFor } from '../helpers/wait';
 
 let stack: Stack;
@@ -167,6 +167,60 @@ describe('file transfer', () => {
     await waitFor(() => listing(root).join() === before.join(), 'the upload to be rolled back', 5000);
     expect(readdirSync(outside)).toEqual(['secret.txt']);
     expect(existsSync(join(root, 'first.txt'))).toBe(false); // nothing of a refused archive lands
+    await stack.admin.del(`/v1/remote-access/sessions/${sessionId}`);
+  });
+
+  it('refuses links that lead out through links the same archive makes, and lands none of it', async () => {
+    const { client, sessionId } = await openTransfer();
+    const before = treeDigest(root);
+    const leadingOut = linksLeadingOut(root); // the test's own `escape`
+    const archive = await tarOf([
+      { header: { name: 'ok.txt' }, content: 'fine' },
+      { header: { name: 'p/', type: 'directory' } },
+      { header: { name: 'p/q', type: 'symlink', linkname: '..' } }, // the root itself: fine on its own
+      { header: { name: 'esc', type: 'symlink', linkname: 'p/q/..' } }, // the root's parent
+      { header: { name: 'escf', type: 'symlink', linkname: `p/q/../${basename(outside)}/secret.txt` } },
+    ]);
+    const r = await upload(client, '/', archive);
+    expect(r).toMatchObject({
+      ok: false,
+      error: { code: 'path_outside_root', message: 'symbolic link esc -> p/q/.. climbs back out of p/q, which is a symbolic link' },
+    });
+    expect(treeDigest(root)).toEqual(before);
+    expect(linksLeadingOut(root)).toEqual(leadingOut);
+    expect(readdirSync(outside)).toEqual(['secret.txt']);
+
+    // Links that stay inside land, also those named before what they point at.
+    const fine = await upload(
+      client,
+      'links-ok',
+      await tarOf([
+        { header: { name: 'current', type: 'symlink', linkname: 'releases/v2' } },
+        { header: { name: 'node_modules/.bin/tsc', type: 'symlink', linkname: '../typescript/bin/tsc' } },
+        { header: { name: 'node_modules/typescript/bin/tsc' }, content: '#!tsc' },
+        { header: { name: 'releases/v2/app' }, content: 'v2' },
+      ]),
+    );
+    expect(fine).toMatchObject({ ok: true, result: { files: 2 } });
+    expect(readFileSync(join(root, 'links-ok', 'current', 'app'), 'utf8')).toBe('v2');
+    expect(readFileSync(join(root, 'links-ok', 'node_modules', '.bin', 'tsc'), 'utf8')).toBe('#!tsc');
+    expect(readlinkSync(join(root, 'links-ok', 'current'))).toBe('releases/v2');
+    expect(linksLeadingOut(root)).toEqual(leadingOut);
+    await stack.admin.del(`/v1/remote-access/sessions/${sessionId}`);
+  });
+
+  it('a refused upload leaves the tree exactly as it was, down to the directory made for its target', async () => {
+    const { client, sessionId } = await openTransfer();
+    const before = treeDigest(root);
+    const archive = await tarOf([
+      { header: { name: 'sd/', type: 'directory' } },
+      { header: { name: 'sd/f.txt' }, content: 'would stay behind' },
+      { header: { name: 'sd', type: 'symlink', linkname: 'other' } },
+    ]);
+    const r = await upload(client, 'pc', archive);
+    expect(treeDigest(root)).toEqual(before);
+    expect(existsSync(join(root, 'pc'))).toBe(false);
+    expect(r).toMatchObject({ ok: false, error: { code: 'exists', message: 'sd exists and is a directory' } });
     await stack.admin.del(`/v1/remote-access/sessions/${sessionId}`);
   });
 

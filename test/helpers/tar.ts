@@ -1,7 +1,7 @@
 /** Tar archives for the tests: packing a local tree, crafting hostile entries, extracting. */
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative } from 'node:path';
 import * as tar from 'tar-stream';
 
 type Header = Partial<tar.Header> & { name: string };
@@ -86,5 +86,32 @@ export function treeDigest(dir: string): Record<string, string> {
     }
   };
   walk(dir);
+  return out;
+}
+
+/**
+ * Every symbolic link below `root` (found without following links) that the kernel resolves to
+ * a place outside it, as `relative path -> where it leads`. Dangling and looping links lead nowhere.
+ */
+export function linksLeadingOut(root: string): string[] {
+  const realRoot = realpathSync.native(root);
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const child of readdirSync(dir).sort()) {
+      const full = join(dir, child);
+      const s = lstatSync(full);
+      if (s.isDirectory()) walk(full);
+      if (!s.isSymbolicLink()) continue;
+      let real: string;
+      try {
+        real = realpathSync.native(full); // the kernel's answer: fs.realpathSync resolves `..` lexically
+      } catch {
+        continue;
+      }
+      const rel = relative(realRoot, real);
+      if (rel === '..' || rel.startsWith('../') || isAbsolute(rel)) out.push(`${relative(root, full)} -> ${real}`);
+    }
+  };
+  walk(root);
   return out;
 }

@@ -143,7 +143,10 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     socket.on('unexpected-response', function onRefused(req, res) {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.length < 16 && chunks.push(c));
-      res.on('end', () => {
+      // 'close', not 'end': a refusal cut short in its body (a proxy dropping the connection
+      // mid-answer) never ends, and ws would then leave this socket CONNECTING for ever, its
+      // handshake timer gone with the connection: the agent would never dial again.
+      res.once('close', function onRefusalOver() {
         let message = Buffer.concat(chunks).toString('utf8');
         try {
           message = (JSON.parse(message) as { message?: string }).message ?? message;

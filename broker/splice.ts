@@ -83,6 +83,25 @@ export function splice(a: WebSocket, b: WebSocket, options: SpliceOptions): Spli
   };
 }
 
+/** A close frame's reason holds at most 123 bytes (RFC 6455 §5.5: 125 with the code). */
+const MAX_REASON_BYTES = 123;
+
+/**
+ * `reason` cut to fit a close frame, between characters. ws throws on a longer one, and some
+ * reasons come from peers (a device's refusal message, its own close reason), in any script.
+ */
+function fitCloseReason(reason: string): string {
+  if (Buffer.byteLength(reason) <= MAX_REASON_BYTES) return reason;
+  let fitted = '';
+  let bytes = 0;
+  for (const char of reason) {
+    bytes += Buffer.byteLength(char);
+    if (bytes > MAX_REASON_BYTES) break;
+    fitted += char;
+  }
+  return fitted;
+}
+
 /** Closes a socket politely, and for good if the peer does not answer the close in time. */
 export function closeOnce(ws: WebSocket, code: number, reason: string, graceMs = 5000): void {
   if (ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) return;
@@ -91,7 +110,7 @@ export function closeOnce(ws: WebSocket, code: number, reason: string, graceMs =
     ws.terminate();
     return;
   }
-  ws.close(code, reason.slice(0, 120));
+  ws.close(code, fitCloseReason(reason));
   const timer = setTimeout(() => ws.terminate(), graceMs);
   timer.unref();
   ws.once('close', () => clearTimeout(timer));

@@ -14,7 +14,7 @@ import {
   parseMessage,
   type AgentToBrokerMessage,
   type BrokerToAgentMessage,
-} from '../shared/protocol';
+} from '../shared/control-channel';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import type { AgentConfig } from './config';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';

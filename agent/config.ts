@@ -5,7 +5,8 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/protocol';
+import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/control-channel';
+import { describeProblems, problemsOf } from '../shared/zod-issues';
 
 const schema = z.object({
   server: z
@@ -70,7 +71,7 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
   });
   if (!result.success) {
     throw new Error(
-      `invalid agent settings:\n${result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}`,
+      `invalid agent settings:\n  ${describeProblems(problemsOf(result.error.issues, { unknownKey: 'unknown setting' }), '\n  ')}`,
     );
   }
   const c = result.data;

@@ -6,8 +6,8 @@
 import { WebSocket } from 'ws';
 import type { Logger } from '../shared/log';
 import type { StagingJournal } from '../shared/tar-extract';
-import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/protocol';
-import { STREAM_CLOSE } from '../shared/stream';
+import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/control-channel';
+import { STREAM_CLOSE } from '../shared/session-stream';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { maskingFor } from '../shared/ws-mask';
 import { Channel } from './channel';

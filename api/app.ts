@@ -8,23 +8,24 @@ import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Ticketer } from '../shared/tickets';
 import { authenticate } from './http/auth';
-import { createTokenResolver } from './http/token-cache';
-import { errorHandler } from './http/errors';
+import { createTokenResolver } from './identity/token-cache';
+import { createErrorRenderer, errorHandler, parserRejection } from './http/error-handler';
+import { fleetErrorDialect } from './fleet/envelope';
 import { createSlidingWindowLimiter } from './http/rate-limit';
 import { requestId } from './http/request-id';
 import type { RelayPort } from './ports';
-import { DEVICE_LIST_PER_MINUTE, deviceRoutes } from './routes/devices';
-import { healthRoutes } from './routes/health';
-import { identityRoutes, LOGIN_FAILURES_PER_MINUTE, publicIdentityRoutes } from './routes/identity';
-import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from './routes/sessions';
-import { createIdentityService } from './services/identity';
-import { createSessionService } from './services/sessions';
-import { createStreamAccess } from './services/stream-access';
-import { createDeploymentService } from './deploy/service';
-import type { RuntimeFactory } from './deploy/runtime';
-import { serviceRoutes } from './routes/services';
-import { createFleetService } from './fleet/service';
-import { fleetRoutes } from './routes/fleet';
+import { DEVICE_LIST_PER_MINUTE, deviceRoutes } from './devices/routes';
+import { healthRoutes } from './http/health';
+import { identityRoutes, LOGIN_FAILURES_PER_MINUTE, publicIdentityRoutes } from './identity/routes';
+import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from './sessions/routes';
+import { createIdentity } from './identity/identity';
+import { createSessions } from './sessions/sessions';
+import { createStreamAccess } from './sessions/stream-access';
+import { createDeployments } from './deployments/deployments';
+import type { RuntimeFactory } from './deployments/runtime';
+import { serviceRoutes } from './deployments/routes';
+import { createFleet } from './fleet/fleet';
+import { fleetRoutes } from './fleet/routes';
 import type { Store } from './store/index';
 
 export interface ApiDeps {
@@ -45,15 +46,15 @@ export function createApi(deps: ApiDeps) {
   const tokens = createTokenResolver(store.tokens);
   // A revoked token stops at once: its cache entry, the sessions it opened (and their tickets),
   // and the streams it admitted on other sessions.
-  const identity = createIdentityService(store, now, function onRevoked(tokenId) {
+  const identity = createIdentity(store, now, function onRevoked(tokenId) {
     tokens.revoked(tokenId);
     sessions.closeAllOfToken(tokenId);
     relay.tokenRevoked(tokenId);
   });
-  const sessions = createSessionService({ store, relay, log: log.child({ component: 'sessions' }), now });
+  const sessions = createSessions({ store, relay, log: log.child({ component: 'sessions' }), now });
   // The runtime reports to the deployment service, which exists once the runtime does.
   const runtime = deps.runtime((report) => deployments.onReport(report), log.child({ component: 'runtime' }));
-  const deployments = createDeploymentService({ store, runtime, log: log.child({ component: 'deployments' }), now });
+  const deployments = createDeployments({ store, runtime, log: log.child({ component: 'deployments' }), now });
   const requests = metrics.counter(
     'tether_http_requests_total',
     'HTTP requests by method, route and status; 499: the client closed the connection before its request was complete.',
@@ -64,7 +65,9 @@ export function createApi(deps: ApiDeps) {
   const app = new Koa();
   app.silent = true; // errors are rendered and logged by errorHandler, never printed by Koa
   app.use(requestId());
-  app.use(errorHandler(log.child({ component: 'http' }), requests));
+  // Features with an error shape of their own register it here; the handler knows none.
+  const errors = createErrorRenderer([fleetErrorDialect]);
+  app.use(errorHandler(log.child({ component: 'http' }), requests, errors));
 
   const loginFailures = createSlidingWindowLimiter(LOGIN_FAILURES_PER_MINUTE, minute, now);
   const publicRoutes = [healthRoutes(store, metrics), publicIdentityRoutes(identity, loginFailures)];
@@ -89,13 +92,15 @@ export function createApi(deps: ApiDeps) {
       auditLimiter: createSlidingWindowLimiter(AUDIT_LIST_PER_MINUTE, minute, now),
     }),
     serviceRoutes(deployments, store),
-    fleetRoutes(createFleetService(store, now)),
+    fleetRoutes(createFleet(store, now)),
   ];
   for (const r of routes) app.use(r.routes());
 
   return {
     /** The Node request listener. */
     callback: () => app.callback(),
+    /** The response to a request Node's parser refused, in the shape its path's interface uses. */
+    parserRejection: (err: NodeJS.ErrnoException & { rawPacket?: Buffer }) => parserRejection(errors, err),
     identity,
     sessions,
     /** Decides who may connect to a session's stream (the broker asks). */

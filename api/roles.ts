@@ -1,6 +1,6 @@
 /** @module Roles, lowest first, and the checks that compare them (seed section 5). */
 import { z } from 'zod';
-import type { SessionProtocol } from '../shared/protocol';
+import type { SessionProtocol } from '../shared/control-channel';
 
 export const ROLES = ['developer', 'platform-engineer', 'administrator'] as const;
 export const roleSchema = z.enum(ROLES);

@@ -11,7 +11,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { createAgent } from '../agent/agent';
 import { loadAgentConfig } from '../agent/config';
 import { createLogger } from '../shared/log';
-import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/protocol';
+import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/control-channel';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
 
 const CHUNK = 256 * 1024;

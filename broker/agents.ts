@@ -13,7 +13,7 @@ import {
   agentToBrokerMessage,
   parseMessage,
   type BrokerToAgentMessage,
-} from '../shared/protocol';
+} from '../shared/control-channel';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { AgentRegistry, type AgentEntry } from './registry';
 import { acceptWebSocket } from './accept';

@@ -1,7 +1,7 @@
 /** @module Credentials on upgrade requests: bearer tokens, and the device an agent proves to be. */
 import type { IncomingMessage } from 'node:http';
 import { bearerToken } from '../shared/bearer';
-import { AGENT_HEADERS } from '../shared/protocol';
+import { AGENT_HEADERS } from '../shared/control-channel';
 
 /** The token of an `Authorization: Bearer` header, if there is one. */
 export const bearerOf = (req: IncomingMessage): string | undefined => bearerToken(req.headers.authorization);

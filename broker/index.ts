@@ -15,8 +15,8 @@ import {
   agentCloseReason,
   type CloseReason,
   type SessionProtocol,
-} from '../shared/protocol';
-import { STREAM_PATH, type StreamAccess } from '../shared/stream';
+} from '../shared/control-channel';
+import { STREAM_PATH, type StreamAccess } from '../shared/session-stream';
 import { createAgentChannel, type PresenceSink } from './agents';
 import { guardRawSocket } from './accept';
 import { rejectUpgrade } from './reject';

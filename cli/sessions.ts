@@ -3,7 +3,7 @@
  * session in the way (and `--replace` closes it first); a 422 is explained (and `--wait-online`
  * waits for the agent).
  */
-import type { SessionProtocol } from '../shared/protocol';
+import type { SessionProtocol } from '../shared/control-channel';
 import { ApiFailure, type ApiClient } from './api';
 import { CliError } from './errors';
 import { openStream, type Stream } from './stream';

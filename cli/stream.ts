@@ -3,7 +3,7 @@
  * bytes, and turn close codes into plain words.
  */
 import { WebSocket, type RawData } from 'ws';
-import { STREAM_CLOSE } from '../shared/stream';
+import { STREAM_CLOSE } from '../shared/session-stream';
 import { maskingFor } from '../shared/ws-mask';
 import { CliError } from './errors';
 

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { problemsOf } from '../shared/zod-issues';
 import { LOG_LEVELS } from '../shared/log';
 
 /** Every setting, by its name in a config file. */
@@ -69,11 +70,9 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
   }
   const result = fileSchema.safeParse(merged);
   if (!result.success) {
-    const problems = result.error.issues.map((i) => {
-      const key = i.code === 'unrecognized_keys' ? i.keys.join(', ') : i.path.join('.');
-      const envName = `TETHER_${key.toUpperCase()}`;
-      return `  ${key} (${envName}): ${i.code === 'unrecognized_keys' ? 'unknown setting' : i.message}`;
-    });
+    const problems = problemsOf(result.error.issues, { unknownKey: 'unknown setting' }).map(
+      (p) => `  ${p.path} (TETHER_${p.path.toUpperCase()}): ${p.message}`,
+    );
     throw new ConfigError(`invalid server settings:\n${problems.join('\n')}`);
   }
   const s = result.data;

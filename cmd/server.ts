@@ -6,10 +6,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApi } from '../api/app';
-import { parserRejection } from '../api/http/errors';
 import type { RelayPort } from '../api/ports';
-import { simulatedRuntime } from '../api/deploy/simulated-runtime';
-import { bootstrapAdmin } from '../api/services/bootstrap';
+import { simulatedRuntime } from '../api/deployments/simulated-runtime';
+import { bootstrapAdmin } from '../api/identity/bootstrap';
 import { openStore } from '../api/store/index';
 import { createBroker } from '../broker/index';
 import { createLogger, type Logger } from '../shared/log';
@@ -109,7 +108,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     server.on('request', api.callback());
     server.on('upgrade', (req, socket, head) => broker.handleUpgrade(req, socket, head));
     server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
-      if (socket.writable) socket.end(parserRejection(err));
+      if (socket.writable) socket.end(api.parserRejection(err));
       else socket.destroy();
     });
     await listen(server, config.host, config.port);

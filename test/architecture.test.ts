@@ -38,3 +38,39 @@ describe('dependency direction', () => {
     });
   }
 });
+
+/** The api/ modules a file imports, as paths under api/ (`http/auth.ts`, `store/index.ts` ...). */
+function apiImportsOf(file: string): string[] {
+  return importsOf(file)
+    .filter((spec) => spec.startsWith('.'))
+    .map((spec) => relative(join(root, 'api'), resolve(file, '..', spec)))
+    .filter((target) => !target.startsWith('..'));
+}
+
+const FEATURES = ['sessions', 'identity', 'devices', 'deployments', 'fleet'];
+/** The files of a feature that speak HTTP: its routes and its envelope. */
+const HTTP_FACING = new Set(['routes.ts', 'envelope.ts']);
+
+describe('api/ by feature', () => {
+  it('the shared HTTP layer imports no feature', () => {
+    const offending = sourceFiles(join(root, 'api', 'http')).flatMap((file) =>
+      apiImportsOf(file)
+        .filter((target) => FEATURES.includes(target.split('/')[0]!))
+        .map((target) => `${relative(root, file)} -> api/${target}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it("a feature's logic does not import the HTTP layer (only its routes and envelope do)", () => {
+    const offending = FEATURES.flatMap((feature) =>
+      sourceFiles(join(root, 'api', feature))
+        .filter((file) => !HTTP_FACING.has(file.split('/').at(-1)!))
+        .flatMap((file) =>
+          apiImportsOf(file)
+            .filter((target) => target.startsWith('http/'))
+            .map((target) => `${relative(root, file)} -> api/${target}`),
+        ),
+    );
+    expect(offending).toEqual([]);
+  });
+});

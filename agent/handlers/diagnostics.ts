@@ -8,7 +8,7 @@ import { logTail, MAX_TAIL_LINES } from '../diagnostics/logs';
 import { networkInterfaces } from '../diagnostics/network';
 import { processList } from '../diagnostics/processes';
 import { systemInfo, systemMetrics } from '../diagnostics/system';
-import type { Request, Response } from '../../shared/stream';
+import type { Request, Response } from '../../shared/session-stream';
 import { OpError, paramsOf, parseRequest, toErrorBody } from './requests';
 import type { Handler, HandlerContext, HandlerFactory } from './types';
 

@@ -5,7 +5,7 @@
 import { lstat, mkdir, realpath, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import type { DownloadDone, Request, Response } from '../../shared/stream';
+import type { DownloadDone, Request, Response } from '../../shared/session-stream';
 import { resolveConfined } from '../../shared/fs-confine';
 import { packTree } from '../../shared/tar-pack';
 import { existing, listEntries, statEntry } from '../files/entries';

@@ -4,9 +4,10 @@
  */
 import { z } from 'zod';
 import type { Logger } from '../../shared/log';
-import { request, type ErrorBody, type Request } from '../../shared/stream';
+import { request, type ErrorBody, type Request } from '../../shared/session-stream';
 import type { Channel } from '../channel';
 import { TransferError } from '../../shared/transfer-error';
+import { describeProblems, problemsOf } from '../../shared/zod-issues';
 
 /** An error a handler answers with: a code from the contract and a message for people. */
 export { TransferError as OpError };
@@ -15,8 +16,7 @@ export { TransferError as OpError };
 export function paramsOf<S extends z.ZodType>(schema: S, req: Request): z.output<S> {
   const parsed = schema.safeParse(req.params ?? {});
   if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((i) => `${['params', ...i.path].join('.')}: ${i.message}`);
-  throw new TransferError('bad_params', problems.join('; '));
+  throw new TransferError('bad_params', describeProblems(problemsOf(parsed.error.issues, { prefix: ['params'] })));
 }
 
 /** Maps anything thrown by an operation to an error code and a message safe to show. */

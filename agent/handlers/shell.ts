@@ -5,8 +5,8 @@
  * of a huge file cannot exhaust memory anywhere. The shell runs under a small wrapper that
  * marks its exit in the output stream (see `exit-marker.ts`), so no trailing output is lost.
  */
-import { parseMessage } from '../../shared/protocol';
-import { shellResize, type ShellExit } from '../../shared/stream';
+import { parseMessage } from '../../shared/control-channel';
+import { shellResize, type ShellExit } from '../../shared/session-stream';
 import { ExitMarkerScanner } from './exit-marker';
 import { signalSession } from './process-session';
 import { createPtyInput } from './pty-input';

@@ -1,6 +1,6 @@
 /**
- * @module The fleet interface's one error type and its catalogue (seed 7.2, CONTRACT 6), and
- * the fleet-shaped rendering of errors raised by shared middleware (authentication, body limits).
+ * @module The fleet interface's one error type and its catalogue (seed 7.2), and how the errors
+ * of shared middleware (authentication, body limits) are named on fleet paths.
  */
 import { ApiError, type ErrorDetail } from '../errors';
 
@@ -12,6 +12,7 @@ export const FLEET_ERRORS = {
   INSUFFICIENT_SCOPE: 403,
   TENANT_FORBIDDEN: 403,
   NOT_FOUND: 404,
+  REQUEST_TIMEOUT: 408,
   GROUP_NOT_FOUND: 404,
   VEHICLE_NOT_FOUND: 404,
   GROUP_NAME_CONFLICT: 409,
@@ -44,6 +45,7 @@ const FROM_API: Record<ApiError['code'], FleetCode> = {
   forbidden: 'INSUFFICIENT_SCOPE',
   not_found: 'NOT_FOUND',
   conflict: 'VALIDATION_ERROR',
+  request_timeout: 'REQUEST_TIMEOUT',
   payload_too_large: 'PAYLOAD_TOO_LARGE',
   unsupported_media_type: 'UNSUPPORTED_MEDIA_TYPE',
   unprocessable_entity: 'VALIDATION_ERROR',

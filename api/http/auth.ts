@@ -7,9 +7,13 @@ import type { Context, Middleware } from 'koa';
 import { unauthorized } from '../errors';
 import type { Principal } from '../store/tokens';
 import { bearerToken } from '../../shared/bearer';
-import type { TokenResolver } from './token-cache';
 
-export function authenticate(tokens: TokenResolver, now: () => number): Middleware {
+/** What authentication needs: the valid principal of a raw token at `now`, or undefined. */
+export interface PrincipalResolver {
+  resolve(token: string, now: number): Principal | undefined;
+}
+
+export function authenticate(tokens: PrincipalResolver, now: () => number): Middleware {
   return async function authenticateMiddleware(ctx, next) {
     const token = bearerToken(ctx.get('authorization') || undefined);
     if (!token) throw unauthorized('missing or malformed Authorization header; expected "Bearer <token>"');

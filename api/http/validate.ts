@@ -5,38 +5,19 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { badRequest, type ErrorDetail } from '../errors';
+import { describeProblems, problemsOf } from '../../shared/zod-issues';
 import { readJsonBody } from './body';
 
-/** `a.b[0].c` from zod's path segments. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const seg of path) {
-    if (typeof seg === 'number') out += `[${seg}]`;
-    else out += out === '' ? String(seg) : `.${String(seg)}`;
-  }
-  return out;
-}
-
 /** One detail per problem; unknown keys get one detail each, at their own path. */
-export function issuesToDetails(issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[] = []): ErrorDetail[] {
-  const details: ErrorDetail[] = [];
-  for (const issue of issues) {
-    const path = [...prefix, ...issue.path];
-    if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) details.push({ path: formatPath([...path, key]), message: 'unknown field' });
-    } else {
-      details.push({ path: formatPath(path) || '(root)', message: issue.message });
-    }
-  }
-  return details;
-}
+export const issuesToDetails = (issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[] = []): ErrorDetail[] =>
+  problemsOf(issues, { prefix });
 
 /** Parses `value` or throws 400 with every problem listed. */
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
   const result = schema.safeParse(value);
   if (!result.success) {
     const details = issuesToDetails(result.error.issues);
-    throw badRequest(`invalid ${what}: ${details.map((d) => `${d.path}: ${d.message}`).join('; ')}`, details);
+    throw badRequest(`invalid ${what}: ${describeProblems(details)}`, details);
   }
   return result.data;
 }

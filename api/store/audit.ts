@@ -1,6 +1,6 @@
 /** @module The remote-access audit log: append-only events, newest first when listed. */
 import type { Db } from './db';
-import type { SessionProtocol } from '../../shared/protocol';
+import type { SessionProtocol } from '../../shared/control-channel';
 
 export const AUDIT_EVENTS = ['session.opened', 'session.closed', 'session.expired'] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];

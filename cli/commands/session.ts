@@ -1,5 +1,5 @@
 /** @module `tether session open | list | close`. */
-import type { SessionProtocol } from '../../shared/protocol';
+import type { SessionProtocol } from '../../shared/control-channel';
 import { ApiFailure } from '../api';
 import type { Context } from '../context';
 import { CliError } from '../errors';

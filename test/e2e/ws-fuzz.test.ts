@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { WebSocket } from 'ws';
 import { STREAM_MAX_PAYLOAD } from '../../broker/streams';
-import { AGENT_CONNECT_PATH, AGENT_HEADERS, AGENT_STREAM_PATH } from '../../shared/protocol';
+import { AGENT_CONNECT_PATH, AGENT_HEADERS, AGENT_STREAM_PATH } from '../../shared/control-channel';
 import { ESCAPED_ERROR_MSG } from '../../shared/process-guard';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../../shared/version';
 import { startProcess } from '../helpers/processes';

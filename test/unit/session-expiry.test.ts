@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { detachedRelay } from '../../api/ports';
-import { createSessionService } from '../../api/services/sessions';
+import { createSessions } from '../../api/sessions/sessions';
 import { openStore, type Store } from '../../api/store/index';
 import type { Principal } from '../../api/store/tokens';
 import { silentLogger } from '../../shared/log';
@@ -33,7 +33,7 @@ describe('session expiry timer', () => {
   });
 
   it('expires each session at its own time with one timer, and audits it', () => {
-    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
+    const service = createSessions({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
     service.start();
     const long = service.open(admin, { device_id: 'dev-a', protocol: 'shell', ttl_seconds: 120 });
     const short = service.open(admin, { device_id: 'dev-b', protocol: 'shell', ttl_seconds: 60 });
@@ -62,7 +62,7 @@ describe('session expiry timer', () => {
 
   it('the safety sweep catches a wall-clock step the timer cannot see', () => {
     let offset = 0;
-    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: () => Date.now() + offset });
+    const service = createSessions({ store, relay: detachedRelay, log: silentLogger, now: () => Date.now() + offset });
     service.start();
     const s = service.open(admin, { device_id: 'dev-a', protocol: 'shell', ttl_seconds: 3600 });
     offset = 3600_000; // the wall clock jumps an hour; the armed timer still waits an hour
@@ -72,7 +72,7 @@ describe('session expiry timer', () => {
   });
 
   it('a closed session is not expired later', () => {
-    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
+    const service = createSessions({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
     service.start();
     const s = service.open(admin, { device_id: 'dev-a', protocol: 'diagnostics', ttl_seconds: 60 });
     service.close(admin, s.session_id);
@@ -83,7 +83,7 @@ describe('session expiry timer', () => {
   });
 
   it('a session closes when the token that opened it expires, before its own TTL', () => {
-    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
+    const service = createSessions({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
     service.start();
     const shortLived: Principal = { ...admin, token_id: 'tok_short', expires_at: '2026-01-01T00:00:15.000Z' };
     const bound = service.open(shortLived, { device_id: 'dev-a', protocol: 'shell', ttl_seconds: 8 * 3600 });
@@ -109,7 +109,7 @@ describe('session expiry timer', () => {
   });
 
   it('a session whose own TTL ends first is expired, not token_expired', () => {
-    const service = createSessionService({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
+    const service = createSessions({ store, relay: detachedRelay, log: silentLogger, now: Date.now });
     service.start();
     const token: Principal = { ...admin, token_id: 'tok_hour', expires_at: '2026-01-01T01:00:00.000Z' };
     const s = service.open(token, { device_id: 'dev-a', protocol: 'shell', ttl_seconds: 60 });

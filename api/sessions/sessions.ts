@@ -5,7 +5,7 @@
  */
 import { newSessionId, newTraceId } from '../../shared/ids';
 import type { Logger } from '../../shared/log';
-import type { CloseReason, SessionProtocol } from '../../shared/protocol';
+import type { CloseReason, SessionProtocol } from '../../shared/control-channel';
 import { ApiError, conflict, notFound } from '../errors';
 import { requireAccess, type Scope } from '../access';
 import type { RelayPort } from '../ports';
@@ -13,7 +13,7 @@ import { hasRole, PROTOCOL_MIN_ROLE } from '../roles';
 import { isUniqueViolation, type Store } from '../store/index';
 import type { SessionQuery, SessionRow } from '../store/sessions';
 import type { Principal } from '../store/tokens';
-import { SYSTEM_ACTOR } from './identity';
+import { SYSTEM_ACTOR } from '../identity/identity';
 
 export const DEFAULT_TTL_S = 3600;
 // setTimeout's ceiling; the longest TTL (8 h) is far below it.
@@ -31,7 +31,7 @@ export interface OpenRequest {
   ttl_seconds?: number | undefined;
 }
 
-export interface SessionServiceDeps {
+export interface SessionsDeps {
   store: Store;
   relay: RelayPort;
   log: Logger;
@@ -42,7 +42,7 @@ const isAdmin = (p: Principal) => hasRole(p.role, 'administrator');
 /** Administrators see every session; everyone else only their own (CONTRACT 4.2). */
 export const canSee = (p: Principal, s: SessionRow) => isAdmin(p) || s.opened_by === p.username;
 
-export function createSessionService({ store, relay, log, now }: SessionServiceDeps) {
+export function createSessions({ store, relay, log, now }: SessionsDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
   let timer: NodeJS.Timeout | undefined;
   let sweeper: NodeJS.Timeout | undefined;
@@ -246,4 +246,4 @@ export function createSessionService({ store, relay, log, now }: SessionServiceD
     },
   };
 }
-export type SessionService = ReturnType<typeof createSessionService>;
+export type Sessions = ReturnType<typeof createSessions>;

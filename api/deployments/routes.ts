@@ -6,9 +6,9 @@ import { readRawBody } from '../http/body';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
 import { dateTimeParam, offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
-import type { DeploymentService } from '../deploy/service';
+import type { Deployments } from './deployments';
 import type { Store } from '../store/index';
-import { ok, okList } from './envelope';
+import { ok, okList } from '../http/envelope';
 
 const env = z.enum(['dev', 'staging', 'prod'], { error: 'must be dev, staging or prod' });
 const envOnly = z.strictObject({ env });
@@ -36,7 +36,7 @@ const auditQuery = z.strictObject({
   since: dateTimeParam.optional(),
 });
 
-export function serviceRoutes(deployments: DeploymentService, store: Store): Router {
+export function serviceRoutes(deployments: Deployments, store: Store): Router {
   const router = new Router();
 
   router.get('/v1/services', function listServices(ctx) {

@@ -46,7 +46,7 @@ const vehicleView = (v: VehicleRow) => ({
   created_at: v.created_at,
 });
 
-export function createFleetService(store: Store, now: () => number) {
+export function createFleet(store: Store, now: () => number) {
   const fleet = store.fleet;
   const iso = () => new Date(now()).toISOString();
 
@@ -137,4 +137,4 @@ export function createFleetService(store: Store, now: () => number) {
     },
   };
 }
-export type FleetService = ReturnType<typeof createFleetService>;
+export type Fleet = ReturnType<typeof createFleet>;

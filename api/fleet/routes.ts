@@ -8,8 +8,9 @@ import { z } from 'zod';
 import { principalOf } from '../http/auth';
 import { readJsonBody } from '../http/body';
 import { intParam, issuesToDetails, parseQuery } from '../http/validate';
-import { FleetError } from '../fleet/errors';
-import type { FleetService } from '../fleet/service';
+import { success } from './envelope';
+import { FleetError } from './errors';
+import type { Fleet } from './fleet';
 
 const TENANT = /^[A-Za-z0-9._-]{1,64}$/;
 const VIN = /^[A-HJ-NPR-Z0-9]{17}$/;
@@ -74,12 +75,8 @@ async function bodyOf<S extends z.ZodType>(ctx: Context, schema: S, required: st
 /** `page` and `limit`; a bad query is the shared 400, rendered here as VALIDATION_ERROR. */
 const pageOf = (ctx: Context) => parseQuery(ctx, pageQuery);
 
-function success(ctx: Context, data: unknown, status = 200): void {
-  ctx.status = status;
-  ctx.body = { status: 'success', data, timestamp: new Date().toISOString(), request_id: ctx.state.requestId };
-}
 
-export function fleetRoutes(fleet: FleetService): Router {
+export function fleetRoutes(fleet: Fleet): Router {
   const router = new Router();
 
   router.post('/v1/fleet/groups', async function createGroup(ctx) {

@@ -27,7 +27,7 @@ import {
 } from 'yaml';
 import { z } from 'zod';
 import type { ErrorDetail } from '../errors';
-import { formatPath } from '../http/validate';
+import { formatPath } from '../../shared/zod-issues';
 
 export const SERVICE_NAME = /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/;
 /** `host[:port]/repository/.../name:tag`, the tag `v?MAJOR.MINOR.PATCH`. */
@@ -54,7 +54,7 @@ const remoteAccess = z
     if (ra.protocols === undefined) ctx.addIssue({ code: 'custom', path: ['protocols'], message: 'is required when enabled is true' });
   });
 
-export const ssdSchema = z.strictObject({
+export const serviceSpecSchema = z.strictObject({
   service: z.strictObject({
     name: z.string().regex(SERVICE_NAME, 'must be a DNS label: lowercase letters, digits and -, starting with a letter, at most 63'),
     image: z.string().regex(IMAGE, 'must be host/repository/name:tag with a tag like 1.4.2 or v1.4.2'),
@@ -86,9 +86,9 @@ export const ssdSchema = z.strictObject({
     .optional(),
 });
 
-export type Ssd = z.output<typeof ssdSchema>;
+export type ServiceSpec = z.output<typeof serviceSpecSchema>;
 
-export type SsdResult = { ok: true; spec: Ssd; revision: string } | { ok: false; details: ErrorDetail[] };
+export type SpecResult = { ok: true; spec: ServiceSpec; revision: string } | { ok: false; details: ErrorDetail[] };
 
 /** The revision of an image: its tag with a leading `v` (`:1.4.2` → `v1.4.2`). */
 export function revisionOf(image: string): string {
@@ -115,9 +115,9 @@ function message(issue: z.core.$ZodIssue): string {
   return issue.message;
 }
 
-/** No valid SSD nests deeper than 4 (`secrets.vault[0].env`); far below where the stack would run out. */
+/** No valid service spec nests deeper than 4 (`secrets.vault[0].env`); far below where the stack would run out. */
 export const MAX_DEPTH = 32;
-/** Tokens of the YAML lexer (a key, a value, an indicator, a line break ...): an SSD has hundreds. */
+/** Tokens of the YAML lexer (a key, a value, an indicator, a line break ...): a service spec has hundreds. */
 export const MAX_TOKENS = 50_000;
 /** Aliases resolved in all, counting those inside what each alias repeats. */
 export const MAX_ALIAS_EXPANSIONS = 100;
@@ -153,7 +153,7 @@ const aliasName = (name: string): string => (name.length > 64 ? `${name.slice(0,
 const TOO_MANY_ALIASES = `aliases are limited to ${MAX_ALIAS_EXPANSIONS} expansions in all, counting the aliases inside what an alias repeats`;
 
 /**
- * What the library would accept but an SSD must not hold: duplicate keys, keys that are
+ * What the library would accept but a service spec must not hold: duplicate keys, keys that are
  * collections or aliases, aliases without an anchor before them, aliases inside the node they
  * refer to (a cycle), and more than `MAX_ALIAS_EXPANSIONS` alias expansions in all; and the index
  * of nodes by path that places the schema's problems on their lines. Recursion is safe here:
@@ -231,8 +231,8 @@ function inspect(doc: Document, lines: LineCounter): { problems: ErrorDetail[]; 
   return { problems: details, nodes };
 }
 
-/** Parses and validates an SSD; the details name every problem with its path and line. */
-export function parseSsd(text: string): SsdResult {
+/** Parses and validates a service spec; the details name every problem with its path and line. */
+export function parseSpec(text: string): SpecResult {
   const shape = shapeProblem(text);
   if (shape) return { ok: false, details: [shape] };
   const lines = new LineCounter();
@@ -267,7 +267,7 @@ export function parseSsd(text: string): SsdResult {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return { ok: false, details: [{ path: '(root)', message: 'the spec must be a YAML mapping with service and deployment', line: 1 }] };
   }
-  const parsed = ssdSchema.safeParse(value);
+  const parsed = serviceSpecSchema.safeParse(value);
   if (!parsed.success) {
     const details: ErrorDetail[] = [];
     for (const issue of parsed.error.issues) {

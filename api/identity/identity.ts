@@ -42,7 +42,7 @@ export interface TokenRequest {
   token?: string | undefined;
 }
 
-export function createIdentityService(store: Store, now: () => number, onRevoked: (tokenId: string) => void = () => {}) {
+export function createIdentity(store: Store, now: () => number, onRevoked: (tokenId: string) => void = () => {}) {
   const iso = (ms: number) => new Date(ms).toISOString();
 
   function issue(username: string, expiresAt: number | null, req: TokenRequest): IssuedToken {
@@ -143,4 +143,4 @@ export function createIdentityService(store: Store, now: () => number, onRevoked
     deviceOfAgentToken: (token: string): string | undefined => store.devices.idByTokenHash(sha256Hex(token)),
   };
 }
-export type IdentityService = ReturnType<typeof createIdentityService>;
+export type Identity = ReturnType<typeof createIdentity>;

@@ -12,7 +12,7 @@ import type { Store } from '../store/index';
 import type { CurrentImage, Environment, RevisionRow, ServiceRow } from '../store/services';
 import type { Principal } from '../store/tokens';
 import type { DeploymentRuntime, RolloutTarget, RuntimeReport } from './runtime';
-import { parseSsd, SERVICE_NAME } from './ssd';
+import { parseSpec, SERVICE_NAME } from './spec';
 import { deriveStatus, syncStatus } from './status';
 
 export interface DeploymentDeps {
@@ -26,7 +26,7 @@ export interface DeploymentDeps {
 const WRITE_ROLE: Record<Environment, Role> = { dev: 'developer', staging: 'developer', prod: 'platform-engineer' };
 const ROLLBACK_ROLE: Record<Environment, Role> = { dev: 'developer', staging: 'platform-engineer', prod: 'platform-engineer' };
 
-export function createDeploymentService({ store, runtime, log, now }: DeploymentDeps) {
+export function createDeployments({ store, runtime, log, now }: DeploymentDeps) {
   const repo = store.services;
   const iso = () => new Date(now()).toISOString();
 
@@ -142,10 +142,10 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
   }
 
   return {
-    /** Validates an SSD and, unless `dryRun`, deploys it (CONTRACT 5.2, 5.3). */
+    /** Validates a service spec and, unless `dryRun`, deploys it (CONTRACT 5.2, 5.3). */
     apply(principal: Principal, env: Environment, yaml: string, dryRun: boolean) {
       requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `deploying to ${env}`);
-      const parsed = parseSsd(yaml);
+      const parsed = parseSpec(yaml);
       if (!parsed.ok) {
         throw new ApiError('invalid_spec', `the service spec is invalid: ${parsed.details.length} problem(s)`, parsed.details);
       }
@@ -315,4 +315,4 @@ export function createDeploymentService({ store, runtime, log, now }: Deployment
     },
   };
 }
-export type DeploymentService = ReturnType<typeof createDeploymentService>;
+export type Deployments = ReturnType<typeof createDeployments>;

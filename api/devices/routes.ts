@@ -6,11 +6,11 @@ import { principalOf } from '../http/auth';
 import { rateLimit, type RateLimiter } from '../http/rate-limit';
 import { offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
 import { notFound } from '../errors';
-import type { IdentityService } from '../services/identity';
-import type { SessionService } from '../services/sessions';
+import type { Identity } from '../identity/identity';
+import type { Sessions } from '../sessions/sessions';
 import type { Store } from '../store/index';
 import type { RelayPort } from '../ports';
-import { ok, okList } from './envelope';
+import { ok, okList } from '../http/envelope';
 
 export const DEVICE_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 export const deviceIdSchema = z.string().regex(DEVICE_ID_PATTERN, 'must be 1-64 characters of [A-Za-z0-9._-]');
@@ -32,8 +32,8 @@ const listQuery = z.strictObject({
 
 export interface DeviceRoutesDeps {
   store: Store;
-  identity: IdentityService;
-  sessions: SessionService;
+  identity: Identity;
+  sessions: Sessions;
   relay: RelayPort;
   listLimiter: RateLimiter;
 }

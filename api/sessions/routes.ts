@@ -1,19 +1,19 @@
 /** @module Remote-access sessions and their audit listing (seed 4.1, CONTRACT 4). */
 import Router from '@koa/router';
 import { z } from 'zod';
-import { sessionProtocolSchema } from '../../shared/protocol';
+import { sessionProtocolSchema } from '../../shared/control-channel';
 import type { Ticketer } from '../../shared/tickets';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
 import { rateLimit, type RateLimiter } from '../http/rate-limit';
 import { dateTimeParam, offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
 import { hasRole } from '../roles';
-import { canSee, type SessionService } from '../services/sessions';
+import { canSee, type Sessions } from './sessions';
 import { AUDIT_EVENTS } from '../store/audit';
 import type { Store } from '../store/index';
 import type { SessionRow } from '../store/sessions';
 import type { Principal } from '../store/tokens';
-import { ok, okList } from './envelope';
+import { ok, okList } from '../http/envelope';
 
 export const SESSION_OPEN_PER_MINUTE = 30;
 export const AUDIT_LIST_PER_MINUTE = 60;
@@ -45,7 +45,7 @@ const auditQuery = z.strictObject({
 
 export interface SessionRoutesDeps {
   store: Store;
-  sessions: SessionService;
+  sessions: Sessions;
   ticketer: Ticketer;
   /** `ws://host:port` or `wss://...`, from the public URL. */
   wsBase: () => string;

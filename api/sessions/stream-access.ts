@@ -4,10 +4,10 @@
  * while the session is open and the token that opened it has not expired. A bearer-joined
  * stream carries its token's expiry: the broker ends it then (4401).
  */
-import { STREAM_CLOSE, type StreamAccess } from '../../shared/stream';
+import { STREAM_CLOSE, type StreamAccess } from '../../shared/session-stream';
 import type { Ticketer } from '../../shared/tickets';
 import { hasScope } from '../access';
-import type { TokenResolver } from '../http/token-cache';
+import type { TokenResolver } from '../identity/token-cache';
 import type { Store } from '../store/index';
 import { canSee } from './sessions';
 

@@ -7,8 +7,8 @@ import { principalOf } from '../http/auth';
 import type { RateLimiter } from '../http/rate-limit';
 import { parseBody } from '../http/validate';
 import { roleSchema } from '../roles';
-import { SERVICE_TOKEN_MAX_TTL_S, type IdentityService } from '../services/identity';
-import { ok } from './envelope';
+import { SERVICE_TOKEN_MAX_TTL_S, type Identity } from './identity';
+import { ok } from '../http/envelope';
 
 export const usernameSchema = z
   .string()
@@ -45,7 +45,7 @@ export const LOGIN_FAILURES_PER_MINUTE = 10;
  * username, so passwords cannot be guessed at speed (scrypt alone costs an attacker little with
  * many connections); successful logins never count.
  */
-export function publicIdentityRoutes(identity: IdentityService, failures: RateLimiter): Router {
+export function publicIdentityRoutes(identity: Identity, failures: RateLimiter): Router {
   const router = new Router();
   router.post('/v1/auth/token', async function issueUserToken(ctx) {
     const body = await parseBody(ctx, loginBody);
@@ -68,7 +68,7 @@ export function publicIdentityRoutes(identity: IdentityService, failures: RateLi
   return router;
 }
 
-export function identityRoutes(identity: IdentityService): Router {
+export function identityRoutes(identity: Identity): Router {
   const router = new Router();
 
   router.get('/v1/me', function me(ctx) {

@@ -1,6 +1,6 @@
 /** @module The success envelope of the session, deployment and identity interfaces (seed 4). */
 import type { Context } from 'koa';
-import type { Paging } from '../http/validate';
+import type { Paging } from './validate';
 
 export function ok(ctx: Context, data: unknown, status = 200): void {
   ctx.status = status;

@@ -8,7 +8,7 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { newSecret } from '../../shared/ids';
 import type { Store } from '../store/index';
-import { USER_TOKEN_PREFIX, type IdentityService } from './identity';
+import { USER_TOKEN_PREFIX, type Identity } from './identity';
 
 export const ADMIN_USERNAME = 'admin';
 export const ADMIN_TOKEN_FILE = 'admin.token';
@@ -16,7 +16,7 @@ export const ADMIN_TOKEN_FILE = 'admin.token';
 /** Creates the administrator if there are no users; returns the token file's path if it did. */
 export function bootstrapAdmin(
   store: Store,
-  identity: IdentityService,
+  identity: Identity,
   dataDir: string,
   bootstrapToken: string | undefined,
   now: () => number,

@@ -252,8 +252,18 @@ describe('shell', () => {
       await waitFor(() => /hello-42/.test(output) && output, 'the command output', 15_000);
       expect(output).toMatch(/\b30 100\b/); // the terminal's size reached the remote shell
       term.resize(120, 40);
-      term.write('stty size\r');
-      await waitFor(() => /\b40 120\b/.test(output), 'the resize');
+      // SIGWINCH reaches the client apart from the typed bytes: a `stty size` typed right after
+      // the resize may run before the new size arrives, so ask again until it shows.
+      await waitFor(
+        () => {
+          if (/\b40 120\b/.test(output)) return true;
+          term.write('stty size\r');
+          return false;
+        },
+        'the resize',
+        15_000,
+        500,
+      );
       term.write('exit 3\r');
       expect(await exited).toBe(3);
     } finally {

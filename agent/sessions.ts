@@ -2,8 +2,10 @@
  * @module The sessions the broker told this agent about, each with its own expiry timer, so a
  * session ends on the device when its TTL runs out even if the broker's close never arrives.
  */
+import type { StreamEndReason } from '../shared/session-stream';
 
-export type EndReason = 'closed' | 'expired' | 'device_deleted' | 'server_shutdown' | 'agent_stopping';
+/** Why the agent ends a session: what the broker said, or the agent stopping. */
+export type EndReason = StreamEndReason;
 
 export interface KnownSession {
   sessionId: string;

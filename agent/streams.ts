@@ -7,7 +7,7 @@ import { WebSocket } from 'ws';
 import type { Logger } from '../shared/log';
 import type { StagingJournal } from '../shared/tar-extract';
 import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/control-channel';
-import { STREAM_CLOSE } from '../shared/session-stream';
+import { STREAM_CLOSE, STREAM_END } from '../shared/session-stream';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { maskingFor } from '../shared/ws-mask';
 import { Channel } from './channel';
@@ -113,14 +113,14 @@ export function createStreamServer(
 
     /** Ends the session's streams (closed, expired, or the agent stopping). */
     async endSession(sessionId: string, reason: EndReason): Promise<void> {
-      const code = reason === 'expired' ? STREAM_CLOSE.sessionExpired : reason === 'agent_stopping' ? 1001 : STREAM_CLOSE.sessionClosed;
-      const text = reason === 'expired' ? 'session expired' : reason === 'agent_stopping' ? 'agent stopping' : 'session closed';
+      const { code, text } = STREAM_END[reason];
       await Promise.all([...active.values()].filter((s) => s.sessionId === sessionId).map((s) => end(s, code, text)));
     },
 
     /** Ends every stream (the agent is stopping). */
     async stopAll(): Promise<void> {
-      await Promise.all([...active.values()].map((s) => end(s, 1001, 'agent stopping')));
+      const { code, text } = STREAM_END.agent_stopping;
+      await Promise.all([...active.values()].map((s) => end(s, code, text)));
     },
 
     get size(): number {

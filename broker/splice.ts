@@ -5,7 +5,8 @@
  * yet written to the kernel pauses its source until it falls below `lowWaterMark`, so memory
  * stays bounded by the marks whatever the peers do. Ends exactly once.
  */
-import { WebSocket, type RawData } from 'ws';
+import type { RawData, WebSocket } from 'ws';
+import { closeOnce } from '../shared/ws-close';
 
 export interface SpliceOptions {
   highWaterMark: number;
@@ -30,10 +31,6 @@ export interface Splice {
 const frameSize = (data: RawData): number =>
   Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer | ArrayBuffer).byteLength;
 
-/** Close codes a peer may receive; anything else (1005, 1006, …) becomes 1011 or 1000. */
-export function sendableCode(code: number, fallback: number): number {
-  return code === 1000 || code === 1001 || code === 1011 || (code >= 3000 && code <= 4999) ? code : fallback;
-}
 
 export function splice(a: WebSocket, b: WebSocket, options: SpliceOptions): Splice {
   let ended = false;
@@ -81,37 +78,4 @@ export function splice(a: WebSocket, b: WebSocket, options: SpliceOptions): Spli
     },
     pending: () => ({ ...pending }),
   };
-}
-
-/** A close frame's reason holds at most 123 bytes (RFC 6455 §5.5: 125 with the code). */
-const MAX_REASON_BYTES = 123;
-
-/**
- * `reason` cut to fit a close frame, between characters. ws throws on a longer one, and some
- * reasons come from peers (a device's refusal message, its own close reason), in any script.
- */
-function fitCloseReason(reason: string): string {
-  if (Buffer.byteLength(reason) <= MAX_REASON_BYTES) return reason;
-  let fitted = '';
-  let bytes = 0;
-  for (const char of reason) {
-    bytes += Buffer.byteLength(char);
-    if (bytes > MAX_REASON_BYTES) break;
-    fitted += char;
-  }
-  return fitted;
-}
-
-/** Closes a socket politely, and for good if the peer does not answer the close in time. */
-export function closeOnce(ws: WebSocket, code: number, reason: string, graceMs = 5000): void {
-  if (ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) return;
-  if (ws.isPaused) ws.resume(); // a paused socket would never read the peer's close frame
-  if (ws.readyState === WebSocket.CONNECTING) {
-    ws.terminate();
-    return;
-  }
-  ws.close(code, fitCloseReason(reason));
-  const timer = setTimeout(() => ws.terminate(), graceMs);
-  timer.unref();
-  ws.once('close', () => clearTimeout(timer));
 }

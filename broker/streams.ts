@@ -9,12 +9,13 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { randomBase32 } from '../shared/ids';
 import type { Logger } from '../shared/log';
 import { AGENT_HEADERS, type BrokerToAgentMessage, type CloseReason } from '../shared/control-channel';
-import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, type StreamAccess, type StreamGrant } from '../shared/session-stream';
+import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, STREAM_END, type StreamAccess, type StreamGrant } from '../shared/session-stream';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
 import { acceptWebSocket } from './accept';
 import { agentDevice, bearerOf } from './credentials';
 import { rejectUpgrade } from './reject';
-import { closeOnce, sendableCode, splice, type Splice } from './splice';
+import { closeOnce, sendableCode } from '../shared/ws-close';
+import { splice, type Splice } from './splice';
 
 /** Frames of a data stream; tar chunks and terminal bytes are far smaller. */
 export const STREAM_MAX_PAYLOAD = 4 * 1024 * 1024;
@@ -59,20 +60,6 @@ interface Stream {
 // setTimeout's ceiling (about 24.8 days); a later expiry re-arms when it fires.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** The client close code for a session that ended for `reason`. */
-export function closeCodeFor(reason: CloseReason): number {
-  if (reason === 'expired') return STREAM_CLOSE.sessionExpired;
-  if (reason === 'server_shutdown') return STREAM_CLOSE.serverShutdown;
-  return STREAM_CLOSE.sessionClosed;
-}
-
-const CLOSE_TEXT: Record<CloseReason, string> = {
-  closed: 'session closed',
-  expired: 'session expired',
-  token_expired: 'session closed: the token that opened it expired',
-  device_deleted: 'session closed: the device was deleted',
-  server_shutdown: 'server shutting down',
-};
 
 export function createStreams(deps: StreamDeps) {
   const { log } = deps;
@@ -261,7 +248,7 @@ export function createStreams(deps: StreamDeps) {
       // The session closed because the very token this client joined with expired: 4401, as
       // its own timer would have said a moment later.
       if (reason === 'token_expired' && tokenExpired(stream)) return endStream(stream, STREAM_CLOSE.noCredentials, 'token expired');
-      endStream(stream, closeCodeFor(reason), CLOSE_TEXT[reason]);
+      endStream(stream, STREAM_END[reason].code, STREAM_END[reason].text);
     },
 
     /** A token was revoked: the streams it admitted close with 4401 (ticket holders are the session's business). */

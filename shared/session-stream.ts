@@ -3,6 +3,7 @@
  * of each protocol. Binary frames carry bytes; text frames carry one JSON object each.
  */
 import { z } from 'zod';
+import type { CloseReason } from './control-channel';
 
 /** `/v1/remote-access/sessions/{sessionId}/stream` */
 export const STREAM_PATH = /^\/v1\/remote-access\/sessions\/([^/]+)\/stream$/;
@@ -19,6 +20,22 @@ export const STREAM_CLOSE = {
   noCredentials: 4401,
   deviceTimeout: 4504,
 } as const;
+
+/** Why a session's streams end: the session closed for a reason, or the device's agent is stopping. */
+export type StreamEndReason = CloseReason | 'agent_stopping';
+
+/**
+ * The close code and reason a client gets when a session's stream ends for `reason`, the same
+ * from the broker and from the device.
+ */
+export const STREAM_END: Readonly<Record<StreamEndReason, { code: number; text: string }>> = {
+  closed: { code: STREAM_CLOSE.sessionClosed, text: 'session closed' },
+  expired: { code: STREAM_CLOSE.sessionExpired, text: 'session expired' },
+  token_expired: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: the token that opened it expired' },
+  device_deleted: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: the device was deleted' },
+  server_shutdown: { code: STREAM_CLOSE.serverShutdown, text: 'server shutting down' },
+  agent_stopping: { code: STREAM_CLOSE.serverShutdown, text: 'agent stopping' },
+};
 
 /** What the broker needs to know to serve a client admitted to a session's stream. */
 export interface StreamGrant {

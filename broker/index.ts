@@ -20,10 +20,11 @@ import { STREAM_PATH, type StreamAccess } from '../shared/session-stream';
 import { createAgentChannel, type PresenceSink } from './agents';
 import { guardRawSocket } from './accept';
 import { rejectUpgrade } from './reject';
-import { createStreams, type ByteCounts } from './streams';
+import type { ByteCounts } from './byte-meter';
+import { createStreams } from './streams';
 
 export const DEFAULT_HEARTBEAT_MS = 20_000;
-export type { ByteCounts } from './streams';
+export type { ByteCounts } from './byte-meter';
 
 export interface BrokerDeps {
   log: Logger;

@@ -1,7 +1,7 @@
 /**
- * @module Session streams (CONTRACT 4.3): admits a client to a session's stream, asks the device
- * to dial a data WebSocket for it, splices the two, counts the bytes, and ends both sides with
- * the contract's close codes when the session closes or expires.
+ * @module Session streams (docs/session-streams.md): admits a client to a session's stream, asks
+ * the device to dial a data WebSocket for it, splices the two (bytes counted by `./byte-meter`),
+ * and ends both sides with the documented close codes when the session closes or expires.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -15,6 +15,7 @@ import { acceptWebSocket } from './accept';
 import { agentDevice, bearerOf } from './credentials';
 import { rejectUpgrade } from './reject';
 import { closeOnce, sendableCode } from '../shared/ws-close';
+import { createByteMeter, type ByteCounts } from './byte-meter';
 import { splice, type Splice } from './splice';
 
 /** Frames of a data stream; tar chunks and terminal bytes are far smaller. */
@@ -22,13 +23,7 @@ export const STREAM_MAX_PAYLOAD = 4 * 1024 * 1024;
 /** Per direction, bytes accepted but not yet written before the source is paused. */
 export const SPLICE_HIGH_WATER = 4 * 1024 * 1024;
 export const SPLICE_LOW_WATER = 1024 * 1024;
-const FLUSH_INTERVAL_MS = 1000;
 const AGENT_RETRY_MS = 250;
-
-export interface ByteCounts {
-  toDevice: number;
-  fromDevice: number;
-}
 
 export interface StreamDeps {
   log: Logger;
@@ -60,7 +55,6 @@ interface Stream {
 // setTimeout's ceiling (about 24.8 days); a later expiry re-arms when it fires.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-
 export function createStreams(deps: StreamDeps) {
   const { log } = deps;
   const joinTimeoutMs = deps.joinTimeoutMs ?? DEVICE_JOIN_TIMEOUT_MS;
@@ -74,33 +68,7 @@ export function createStreams(deps: StreamDeps) {
   });
   const bySession = new Map<string, Stream>();
   const byStreamId = new Map<string, Stream>();
-  const unflushed = new Map<string, ByteCounts>();
-  const flusher = setInterval(flushAll, FLUSH_INTERVAL_MS);
-  flusher.unref();
-
-  function count(sessionId: string, key: keyof ByteCounts, n: number): void {
-    let c = unflushed.get(sessionId);
-    if (!c) unflushed.set(sessionId, (c = { toDevice: 0, fromDevice: 0 }));
-    c[key] += n;
-  }
-
-  function flushAll(): void {
-    if (unflushed.size === 0) return;
-    const batch = new Map(unflushed);
-    unflushed.clear();
-    try {
-      deps.recordBytes(batch);
-    } catch (err) {
-      log.error('could not record stream byte counts', { err });
-    }
-  }
-
-  function flushSession(sessionId: string): void {
-    const c = unflushed.get(sessionId);
-    if (!c) return;
-    unflushed.delete(sessionId);
-    deps.recordBytes(new Map([[sessionId, c]]));
-  }
+  const meter = createByteMeter({ log, recordBytes: deps.recordBytes });
 
   /** Forgets a stream; its byte counts are written at once. */
   function release(stream: Stream): void {
@@ -109,7 +77,7 @@ export function createStreams(deps: StreamDeps) {
     clearTimeout(stream.tokenTimer);
     if (bySession.get(stream.grant.sessionId) === stream) bySession.delete(stream.grant.sessionId);
     byStreamId.delete(stream.streamId);
-    flushSession(stream.grant.sessionId);
+    meter.flush(stream.grant.sessionId);
   }
 
   /** Ends a stream from the broker's side: counts written, both sides closed with `code`. */
@@ -184,10 +152,10 @@ export function createStreams(deps: StreamDeps) {
       lowWaterMark: SPLICE_LOW_WATER,
       onBytes(direction, bytes) {
         if (direction === 'aToB') {
-          count(sessionId, 'toDevice', bytes);
+          meter.count(sessionId, 'toDevice', bytes);
           deps.onBytes('to_device', bytes);
         } else {
-          count(sessionId, 'fromDevice', bytes);
+          meter.count(sessionId, 'fromDevice', bytes);
           deps.onBytes('from_device', bytes);
         }
       },
@@ -267,9 +235,8 @@ export function createStreams(deps: StreamDeps) {
 
     /** Closes every stream (1001) and writes the last counts. */
     async close(): Promise<void> {
-      clearInterval(flusher);
       for (const stream of [...bySession.values()]) endStream(stream, STREAM_CLOSE.serverShutdown, 'server shutting down');
-      flushAll();
+      meter.close();
       const sockets = [...wss.clients, ...agentWss.clients];
       await Promise.race([
         Promise.all(sockets.map((ws) => new Promise<void>((r) => (ws.readyState === WebSocket.CLOSED ? r() : ws.once('close', () => r()))))),

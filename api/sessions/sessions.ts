@@ -1,7 +1,7 @@
 /**
- * @module Remote-access sessions: open, read, close and expire, with the seed's rules (3.1, 5, 7.1)
- * in the contract's check order, each state change committed together with its audit event.
- * Expiry uses one timer armed for the earliest open expiry, re-armed as sessions come and go.
+ * @module Remote-access sessions: open, read, list, close and expire, checks in the documented
+ * order (docs/http-api.md, errors: 401, 429, 400, 403, 404, 422, 409), each state change
+ * committed together with its audit event. When to expire is `./expiry`'s business.
  */
 import { newSessionId, newTraceId } from '../../shared/ids';
 import type { Logger } from '../../shared/log';
@@ -14,16 +14,9 @@ import { isUniqueViolation, type Store } from '../store/index';
 import type { SessionQuery, SessionRow } from '../store/sessions';
 import type { Principal } from '../store/tokens';
 import { SYSTEM_ACTOR } from '../identity/identity';
+import { createExpiryTimer } from './expiry';
 
 export const DEFAULT_TTL_S = 3600;
-// setTimeout's ceiling; the longest TTL (8 h) is far below it.
-const MAX_TIMER_MS = 2 ** 31 - 1;
-const RETRY_AFTER_ERROR_MS = 1000;
-/**
- * Timers run on the monotonic clock while expiry times are wall-clock; a coarse sweep catches
- * what a clock step (NTP, a resumed VM) would make the precise timer miss.
- */
-const SAFETY_SWEEP_MS = 5000;
 
 export interface OpenRequest {
   device_id: string;
@@ -39,15 +32,11 @@ export interface SessionsDeps {
 }
 
 const isAdmin = (p: Principal) => hasRole(p.role, 'administrator');
-/** Administrators see every session; everyone else only their own (CONTRACT 4.2). */
+/** Administrators see every session; everyone else only their own. */
 export const canSee = (p: Principal, s: SessionRow) => isAdmin(p) || s.opened_by === p.username;
 
 export function createSessions({ store, relay, log, now }: SessionsDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
-  let timer: NodeJS.Timeout | undefined;
-  let sweeper: NodeJS.Timeout | undefined;
-  let armedFor: number | undefined;
-  let stopped = false;
 
   /** Closes one open session with its audit event; undefined if it was not open. */
   const closeInTx = store.db.transaction((sessionId: string, reason: CloseReason, actor: string, why?: string) => {
@@ -80,34 +69,6 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
     return closed.map((row) => store.sessions.get(row.session_id) ?? row);
   }
 
-  function arm(): void {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    armedFor = undefined;
-    if (stopped) return;
-    const next = store.sessions.nextExpiry();
-    if (next === null) return;
-    armedFor = Date.parse(next);
-    timer = setTimeout(onTimer, Math.min(Math.max(0, armedFor - now()), MAX_TIMER_MS));
-  }
-
-  function onTimer(): void {
-    timer = undefined;
-    runExpiry();
-  }
-
-  function runExpiry(): void {
-    try {
-      expireDue();
-      arm();
-    } catch (err) {
-      log.error('session expiry failed; retrying', { err });
-      clearTimeout(timer);
-      armedFor = undefined;
-      if (!stopped) timer = setTimeout(onTimer, RETRY_AFTER_ERROR_MS);
-    }
-  }
-
   /**
    * Expires every open session whose time has come, and closes those whose token expired
    * (a session never outlives the token that opened it).
@@ -120,6 +81,8 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
     for (const s of orphaned) log.info('session closed: its token expired', { session_id: s.session_id, trace_id: s.trace_id });
     return [...expired, ...orphaned];
   }
+
+  const timer = createExpiryTimer({ log, now, nextDue: () => store.sessions.nextExpiry(), expireDue });
 
   const openInTx = store.db.transaction((row: Parameters<Store['sessions']['insert']>[0]) => {
     store.sessions.insert(row);
@@ -183,8 +146,7 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
       }
       const session = store.sessions.get(row.session_id)!;
       log.info('session opened', { session_id: session.session_id, trace_id: session.trace_id, user: principal.username });
-      const ends = Math.min(Date.parse(session.expires_at), Date.parse(session.token_expires_at ?? session.expires_at));
-      if (armedFor === undefined || ends < armedFor) arm();
+      timer.opened(Math.min(Date.parse(session.expires_at), Date.parse(session.token_expires_at ?? session.expires_at)));
       relay.sessionOpened(session);
       return session;
     },
@@ -196,7 +158,7 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
       return store.sessions.list({ ...q, opened_by: isAdmin(principal) ? undefined : principal.username });
     },
 
-    /** Closes a session the caller may close; a closed or invisible one is 404 (seed 3.1). */
+    /** Closes a session the caller may close; a closed or invisible one is 404. */
     close(principal: Principal, sessionId: string): SessionRow {
       const row = visible(principal, sessionId, 'sessions:write');
       if (row.status !== 'open') throw notFound(`session ${sessionId} is already closed`);
@@ -230,18 +192,11 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
     },
 
     /** Arms the expiry timer and the safety sweep. */
-    start(): void {
-      stopped = false;
-      arm();
-      sweeper = setInterval(runExpiry, SAFETY_SWEEP_MS);
-      sweeper.unref();
-    },
+    start: () => timer.start(),
 
     /** Closes every open session (server shutdown) and disarms the timer. */
     shutdown(): number {
-      stopped = true;
-      clearInterval(sweeper);
-      arm();
+      timer.stop();
       return closeAndNotify(store.sessions.openIds(), 'server_shutdown', SYSTEM_ACTOR).length;
     },
   };

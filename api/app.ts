@@ -96,9 +96,19 @@ export function createApi(deps: ApiDeps) {
   ];
   for (const r of routes) app.use(r.routes());
 
+  /** Every route served, `METHOD /path` with `{param}` placeholders (docs/http-api.md lists them). */
+  function endpoints(): string[] {
+    return [...publicRoutes, ...routes].flatMap((router) =>
+      router.stack.flatMap((layer) =>
+        layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`),
+      ),
+    );
+  }
+
   return {
     /** The Node request listener. */
     callback: () => app.callback(),
+    endpoints,
     /** The response to a request Node's parser refused, in the shape its path's interface uses. */
     parserRejection: (err: NodeJS.ErrnoException & { rawPacket?: Buffer }) => parserRejection(errors, err),
     identity,

@@ -1,6 +1,6 @@
 /**
  * @module The one error type of the session, deployment and identity interfaces, and the
- * catalogue of its codes (CONTRACT section 3). Handlers throw `ApiError`; the error middleware
+ * catalogue of its codes (docs/http-api.md, errors). Handlers throw `ApiError`; the error middleware
  * renders `{error, message, status, details?}`. Anything else becomes a 500 whose message carries
  * only the request id, never internals.
  */

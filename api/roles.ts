@@ -1,4 +1,4 @@
-/** @module Roles, lowest first, and the checks that compare them (seed section 5). */
+/** @module Roles, lowest first, and the checks that compare them (docs/http-api.md, tokens, roles and scopes). */
 import { z } from 'zod';
 import type { SessionProtocol } from '../shared/control-channel';
 
@@ -11,7 +11,7 @@ export function hasRole(role: Role | null, minimum: Role): boolean {
   return role !== null && ROLES.indexOf(role) >= ROLES.indexOf(minimum);
 }
 
-/** The lowest role that may open a session of each protocol (seed 5, rule 4). */
+/** The lowest role that may open a session of each protocol (docs/http-api.md, endpoints). */
 export const PROTOCOL_MIN_ROLE: Record<SessionProtocol, Role> = {
   diagnostics: 'developer',
   shell: 'platform-engineer',

@@ -35,7 +35,7 @@ export interface BrokerDeps {
   presence: PresenceSink;
   authorizeStream(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess;
   recordBytes(counts: Map<string, ByteCounts>): void;
-  /** How long a client waits for the device to join (10 s by the contract; tests shorten it). */
+  /** How long a client waits for the device to join (10 s, docs/session-streams.md; tests shorten it). */
   joinTimeoutMs?: number;
 }
 

@@ -126,7 +126,7 @@ export function createStreams(deps: StreamDeps) {
     askAgent(stream);
   }
 
-  /** A stream joined with an expiring bearer token ends (4401) when the token does (CONTRACT 9). */
+  /** A stream joined with an expiring bearer token ends (4401) when the token does. */
   function armTokenExpiry(stream: Stream): void {
     const { tokenExpiresAt } = stream.grant;
     if (tokenExpiresAt === undefined) return;

@@ -1,5 +1,5 @@
 /**
- * @module Entry point of the single-file agent bundle (`dist/tether-agent.js`, CONTRACT 8):
+ * @module Entry point of the single-file agent bundle (`dist/tether-agent.js`; README, installing the agent):
  * `node tether-agent.js [--server URL] [--device-id ID] [--token T] [--files-root DIR] [--log-dirs A:B]`.
  */
 import { Command } from 'commander';

@@ -1,5 +1,5 @@
 /**
- * @module Server settings (CONTRACT section 1): environment variables, or the same names
+ * @module Server settings (docs/settings.md): environment variables, or the same names
  * lower-cased without `TETHER_` in a YAML file given by `--config`; the environment wins over
  * the file. Parsed and checked once at start-up, then frozen and passed down.
  */
@@ -25,15 +25,16 @@ const fileSchema = z.strictObject({
   deploy_runtime: z.enum(['simulated']).default('simulated'),
   sim_replica_ms: z.coerce.number().int().min(0).max(3_600_000).default(200),
   log_level: z.enum(LOG_LEVELS).default('info'),
-  /** Not in the contract's table: the agent heartbeat interval (tests shorten it). */
+  /** The agent heartbeat interval (tests shorten it). */
   heartbeat_ms: z.coerce.number().int().min(50).max(600_000).default(20_000),
-  /** Not in the contract's table: how long a client may take to send its request headers. */
+  /** How long a client may take to send its request headers. */
   headers_timeout_ms: z.coerce.number().int().min(100).max(600_000).default(15_000),
-  /** Not in the contract's table: how long a client may take to send a whole request. */
+  /** How long a client may take to send a whole request. */
   request_timeout_ms: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
 });
 
 export type ServerSettings = z.output<typeof fileSchema>;
+
 
 export interface ServerConfig extends Omit<ServerSettings, 'listen' | 'public_url'> {
   host: string;
@@ -46,7 +47,8 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof ServerSettings>;
+/** Every setting's name in a config file (`TETHER_` + upper case in the environment). */
+export const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof ServerSettings>;
 
 /** Reads settings from an optional YAML file and the environment. Throws ConfigError. */
 export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): Readonly<ServerConfig> {

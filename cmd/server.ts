@@ -23,7 +23,7 @@ export interface ServerOptions {
   log?: Logger;
   /** Where the start-up lines go (stdout by default). */
   print?: (line: string) => void;
-  /** How long a stream waits for its device (the contract's 10 s unless a test shortens it). */
+  /** How long a stream waits for its device (10 s unless a test shortens it). */
   joinTimeoutMs?: number;
   /**
    * Install the process-wide last line of defence (`tether server` does; a server inside a

@@ -40,7 +40,7 @@ export const AGENT_CLOSE = {
 export const sessionProtocolSchema = z.enum(['diagnostics', 'shell', 'file-transfer']);
 export type SessionProtocol = z.infer<typeof sessionProtocolSchema>;
 
-/** Why a session closed; `token_expired`: the token that opened it expired (CONTRACT 9). */
+/** Why a session closed; `token_expired`: the token that opened it expired. */
 export const closeReasonSchema = z.enum(['closed', 'expired', 'token_expired', 'device_deleted', 'server_shutdown']);
 export type CloseReason = z.infer<typeof closeReasonSchema>;
 

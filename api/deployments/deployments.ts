@@ -1,5 +1,5 @@
 /**
- * @module Deployments (seed 2.3–2.6, 3.2, 3.5, 4.2; CONTRACT 5): apply, rollback, delete and
+ * @module Deployments (docs/http-api.md, deployments): apply, rollback, delete and
  * canary operations. Each state change is one SQLite transaction together with its revision and
  * audit rows, so a crash never leaves a half-applied revision; the runtime is told only after
  * the commit, and rollouts still `deploying` are resumed at start-up.
@@ -22,7 +22,7 @@ export interface DeploymentDeps {
   now: () => number;
 }
 
-/** Who may change what, per environment (seed 5 rule 7, CONTRACT 5.1). */
+/** Who may change what, per environment (docs/http-api.md, deployments). */
 const WRITE_ROLE: Record<Environment, Role> = { dev: 'developer', staging: 'developer', prod: 'platform-engineer' };
 const ROLLBACK_ROLE: Record<Environment, Role> = { dev: 'developer', staging: 'platform-engineer', prod: 'platform-engineer' };
 
@@ -60,7 +60,7 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
       : revisionRow(row, row.current_revision).image;
   }
 
-  /** The service record (seed 2.3), with the action or read extras the caller asks for. */
+  /** The service record, with the action or read extras the caller asks for. */
   function view(row: ServiceRow, extra: { previous?: boolean; sync?: boolean; dryRun?: boolean; image?: string } = {}) {
     return {
       name: row.name,
@@ -126,7 +126,7 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
     return next;
   }
 
-  /** Weight 0 halts, 100 promotes, anything between shifts traffic (seed 3.5). */
+  /** Weight 0 halts, 100 promotes, anything between shifts traffic. */
   function setWeight(principal: Principal, env: Environment, name: string, weight: number) {
     requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `changing canaries in ${env}`);
     const row = serviceOr404(name, env);
@@ -142,7 +142,7 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
   }
 
   return {
-    /** Validates a service spec and, unless `dryRun`, deploys it (CONTRACT 5.2, 5.3). */
+    /** Validates a service spec and, unless `dryRun`, deploys it. */
     apply(principal: Principal, env: Environment, yaml: string, dryRun: boolean) {
       requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `deploying to ${env}`);
       const parsed = parseSpec(yaml);
@@ -235,7 +235,7 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
       };
     },
 
-    /** A new deployment of an earlier revision's image and stored spec (seed 4.2 rules 1–2). */
+    /** A new deployment of an earlier revision's image and stored spec. */
     rollback(principal: Principal, env: Environment, name: string, revision: string | undefined) {
       requireAccess(principal, 'deployments:write', ROLLBACK_ROLE[env], `rolling back in ${env}`);
       const row = serviceOr404(name, env);

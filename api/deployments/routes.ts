@@ -1,4 +1,4 @@
-/** @module The deployment interface (seed 4.2, CONTRACT 5.1): `env` on every operation. */
+/** @module The deployment interface (docs/http-api.md, deployments): `env` on every operation. */
 import Router from '@koa/router';
 import { z } from 'zod';
 import { ApiError } from '../errors';

@@ -1,5 +1,5 @@
 /**
- * @module The Service Spec Definition (seed 2.6, CONTRACT 5.2): YAML parsed with `yaml`, checked
+ * @module The Service Spec Definition (docs/http-api.md, deployments): YAML parsed with `yaml`, checked
  * with zod, and every problem reported at once with its path and line.
  *
  * Anyone who may deploy to dev sends this YAML, so whatever the library could choke on is refused

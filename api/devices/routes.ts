@@ -1,4 +1,4 @@
-/** @module The device registry and agent presence (CONTRACT section 2, seed 4.1). */
+/** @module The device registry and agent presence (docs/http-api.md, endpoints). */
 import Router from '@koa/router';
 import { z } from 'zod';
 import { requireAccess } from '../access';

@@ -1,5 +1,5 @@
 /**
- * @module The fleet interface's envelope (seed 4.3): successes as
+ * @module The fleet interface's envelope (docs/http-api.md, fleet groups): successes as
  * `{status: "success", data, timestamp, request_id}`, and its error dialect, which writes every
  * error on a fleet path, its own or one raised by shared middleware (authentication, body limits,
  * parser rejections), as `{status: "error", error: {code, message, details?}, timestamp, request_id}`.

@@ -1,5 +1,5 @@
 /**
- * @module The fleet interface's one error type and its catalogue (seed 7.2), and how the errors
+ * @module The fleet interface's one error type and its catalogue (docs/http-api.md, errors), and how the errors
  * of shared middleware (authentication, body limits) are named on fleet paths.
  */
 import { ApiError, type ErrorDetail } from '../errors';

@@ -1,5 +1,5 @@
 /**
- * @module Fleet groups and vehicles (seed 2.7, 2.8, 4.3; CONTRACT 6). Every id is resolved within
+ * @module Fleet groups and vehicles (docs/http-api.md, fleet groups). Every id is resolved within
  * the caller's tenant, so another tenant's group or vehicle is a 404 exactly like a missing one.
  */
 import { randomBase32 } from '../../shared/ids';

@@ -1,5 +1,5 @@
 /**
- * @module The fleet interface (seed 4.3, CONTRACT 6): its own envelope and errors, the tenant in
+ * @module The fleet interface (docs/http-api.md, fleet groups): its own envelope and errors, the tenant in
  * `X-Tenant-ID` checked against the token's tenants, and scopes `fleet:read` / `fleet:write`.
  */
 import Router from '@koa/router';

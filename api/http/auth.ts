@@ -1,5 +1,5 @@
 /**
- * @module Bearer authentication (seed 5, rules 1–3). A token must be known, unrevoked and
+ * @module Bearer authentication (docs/http-api.md, conventions). A token must be known, unrevoked and
  * unexpired on every request, so a revocation takes effect on the next one. Role and scope
  * checks are in `../access`.
  */

@@ -1,4 +1,4 @@
-/** @module The success envelope of the session, deployment and identity interfaces (seed 4). */
+/** @module The success envelope of the session, deployment and identity interfaces (docs/http-api.md, conventions). */
 import type { Context } from 'koa';
 import type { Paging } from './validate';
 

@@ -1,6 +1,6 @@
 /**
  * @module Renders errors, logs each request once, and counts it in the metrics by route and
- * status. Errors are written in the contract's shape `{error, message, status, details?}` unless
+ * status. Errors are written in the documented shape (docs/http-api.md, errors) `{error, message, status, details?}` unless
  * a feature registered an error dialect for its paths (the fleet interface has an envelope of
  * its own): this module knows no feature. Unexpected errors are logged with their stack and
  * answered with a 500 that names only the request id. A request whose client went away before
@@ -53,7 +53,7 @@ function clientWentAway(ctx: Context): boolean {
 
 const internalError = (requestId: string) => new ApiError('internal_error', `internal error. Request ID: ${requestId}`);
 
-/** The contract's own shape, for every path no dialect owns. */
+/** The documented shape, for every path no dialect owns. */
 function renderContract(err: unknown, requestId: string): { status: number; body: ErrorBody } {
   const apiError = err instanceof ApiError ? err : internalError(requestId);
   const body: ErrorBody = { error: apiError.code, message: apiError.message, status: apiError.status };
@@ -61,7 +61,7 @@ function renderContract(err: unknown, requestId: string): { status: number; body
   return { status: apiError.status, body };
 }
 
-/** Writes errors with the dialect that owns the path, or in the contract's shape. */
+/** Writes errors with the dialect that owns the path, or in the documented shape. */
 export function createErrorRenderer(dialects: readonly ErrorDialect[]) {
   return {
     isKnown: (err: unknown): boolean => err instanceof ApiError || dialects.some((d) => d.isOwnError(err)),

@@ -1,5 +1,5 @@
 /**
- * @module Per-user rate limits in a sliding one-minute window (seed section 8). Every request of
+ * @module Per-user rate limits in a sliding one-minute window (docs/http-api.md: the limits are on the endpoints they apply to). Every request of
  * the group counts whatever its outcome, except the ones refused with 429, so that a client that
  * waits the `Retry-After` it was given is served.
  */

@@ -1,5 +1,5 @@
 /**
- * @module Users, tokens and device registration: the rules of CONTRACT section 2 that are more
+ * @module Users, tokens and device registration: the rules of docs/http-api.md (tokens, roles and scopes) that are more
  * than storage (token lifetimes per kind, password checks, one-time secrets).
  */
 import { newSecret, randomBase32, sha256Hex } from '../../shared/ids';
@@ -11,7 +11,7 @@ import type { Principal } from '../store/tokens';
 import type { User, UserKind } from '../store/users';
 import { hashPassword, verifyPassword } from './passwords';
 
-/** A user token lives 8 hours (seed 5, rule 3); it is also the most a human's token may live. */
+/** A user token lives 8 hours ; it is also the most a human's token may live. */
 export const USER_TOKEN_TTL_S = 8 * 3600;
 /** Service-account tokens may be given a lifetime up to ten years, or none at all. */
 export const SERVICE_TOKEN_MAX_TTL_S = 10 * 365 * 24 * 3600;

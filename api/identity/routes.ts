@@ -1,4 +1,4 @@
-/** @module Users, tokens and `GET /v1/me` (CONTRACT section 2). */
+/** @module Users, tokens and `GET /v1/me` (docs/http-api.md, endpoints). */
 import Router from '@koa/router';
 import { z } from 'zod';
 import { ApiError } from '../errors';

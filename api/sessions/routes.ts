@@ -1,4 +1,4 @@
-/** @module Remote-access sessions and their audit listing (seed 4.1, CONTRACT 4). */
+/** @module Remote-access sessions and their audit listing (docs/http-api.md, endpoints). */
 import Router from '@koa/router';
 import { z } from 'zod';
 import { sessionProtocolSchema } from '../../shared/control-channel';

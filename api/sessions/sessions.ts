@@ -108,7 +108,7 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
   }
 
   return {
-    /** Opens a session; checks run in the contract's order: 403, 404, 422, 409. */
+    /** Opens a session; checks run in the documented order: 403, 404, 422, 409. */
     open(principal: Principal, req: OpenRequest): SessionRow {
       const minimum = PROTOCOL_MIN_ROLE[req.protocol];
       requireAccess(principal, 'sessions:write', minimum, `opening a ${req.protocol} session`);

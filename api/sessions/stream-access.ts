@@ -1,5 +1,5 @@
 /**
- * @module Who may connect to a session's stream (CONTRACT 4.3): the holder of the session's
+ * @module Who may connect to a session's stream (docs/session-streams.md, connecting): the holder of the session's
  * ticket, or the bearer token (with scope `sessions:write`) of its owner or an administrator,
  * while the session is open and the token that opened it has not expired. A bearer-joined
  * stream carries its token's expiry: the broker ends it then (4401).

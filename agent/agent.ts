@@ -18,9 +18,9 @@ import {
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import type { AgentConfig } from './config';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';
-import { createStreamServer } from './streams';
-import { createShellPool, type ShellPool } from './handlers/shell-pool';
-import { openUploadJournal, type UploadJournal } from './upload-journal';
+import { createStreamDialer } from './stream-dialer';
+import { createShellPool, type ShellPool } from './shell/shell-pool';
+import { openUploadJournal, type UploadJournal } from './file-transfer/upload-journal';
 
 export type AgentState = 'connecting' | 'connected' | 'waiting' | 'stopped';
 
@@ -54,7 +54,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   const shellPool = () => (config.warmShell && state !== 'stopped' ? (shells ??= createShellPool(log)) : undefined);
   // Opened in start(): it first undoes what uploads of an earlier run left unfinished.
   let uploads: UploadJournal | undefined;
-  const streams = createStreamServer(config, {
+  const streams = createStreamDialer(config, {
     log,
     send: (msg) => send(msg),
     shells: shellPool,

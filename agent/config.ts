@@ -1,6 +1,6 @@
 /**
- * @module Agent settings (CONTRACT section 1): flags, else environment, else defaults. Parsed
- * once by the entry point and passed down frozen.
+ * @module Agent settings: flags, else environment, else defaults (each one listed in
+ * docs/settings.md, agent). Parsed once by the entry point and passed down frozen.
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';

@@ -9,7 +9,6 @@ import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promis
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { TransferError } from './transfer-error';
 
-
 /** True when `path` is `root` itself or below it (both canonical). */
 export function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);

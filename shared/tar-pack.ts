@@ -1,8 +1,8 @@
 /**
  * @module A file or directory tree as one tar stream (the agent's `download`, the client's
- * upload), names relative to the path's parent. Files are opened with O_NOFOLLOW and checked after opening, streamed in 256 KiB
- * chunks with backpressure all the way to the socket; symbolic links that lead out of the files
- * root are left out.
+ * upload), names relative to the path's parent. Files are opened with O_NOFOLLOW and checked
+ * after opening, streamed in 1 MiB chunks with backpressure all the way to the socket; symbolic
+ * links that lead out of the files root are left out.
  */
 import { constants, createReadStream } from 'node:fs';
 import { lstat, open, opendir, readlink, realpath } from 'node:fs/promises';

@@ -1,6 +1,6 @@
 /** Seed 3.1: an open session closes when its TTL elapses, is audited, and the agent is told. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { processExists } from '../../agent/handlers/process-session';
+import { processExists } from '../../agent/shell/process-session';
 import type { Proc } from '../helpers/processes';
 import { startStack, type Stack } from '../helpers/stack';
 import { connectStream } from '../helpers/stream';

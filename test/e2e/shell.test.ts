@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processExists } from '../../agent/handlers/process-session';
+import { processExists } from '../../agent/shell/process-session';
 import type { Proc } from '../helpers/processes';
 import { startStack, type Stack } from '../helpers/stack';
 import { connectStream, type StreamClient } from '../helpers/stream';

@@ -1,9 +1,12 @@
-/** @module `list` and `stat` of the file-transfer protocol: entries as the contract shapes them. */
+/**
+ * @module `list` and `stat` of the file-transfer protocol: one entry per file, directory or
+ * symbolic link, each with its name, type, size, mode and mtime (docs/session-streams.md, frames).
+ */
 import type { Stats } from 'node:fs';
 import { lstat, opendir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { OpError } from '../handlers/requests';
 import { resolveConfined } from '../../shared/fs-confine';
+import { OpError } from '../requests';
 
 export interface Entry {
   name: string;

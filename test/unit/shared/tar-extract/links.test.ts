@@ -7,11 +7,11 @@ import fc from 'fast-check';
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openUploadJournal } from '../../agent/upload-journal';
-import { silentLogger } from '../../shared/log';
-import { createExtraction } from '../../shared/tar-extract';
-import { tempDir } from '../helpers/stack';
-import { linksLeadingOut, tarOf, treeDigest } from '../helpers/tar';
+import { openUploadJournal } from '../../../../agent/file-transfer/upload-journal';
+import { silentLogger } from '../../../../shared/log';
+import { createExtraction } from '../../../../shared/tar-extract';
+import { tempDir } from '../../../helpers/stack';
+import { linksLeadingOut, tarOf, treeDigest } from '../../../helpers/tar';
 
 type Entry = Parameters<typeof tarOf>[0][number];
 const dir = (name: string): Entry => ({ header: { name: `${name}/`, type: 'directory', mode: 0o755 } });

@@ -1,16 +1,17 @@
 /**
- * @module The `diagnostics` protocol: read-only requests about the device. Nothing here writes
- * or runs commands; every operation reads `/proc`, `/sys`, the OS or the log dirs.
+ * @module The `diagnostics` protocol's handler: read-only requests about the device, each answered
+ * by one of the sibling modules. Nothing here writes or runs commands; every operation reads
+ * `/proc`, `/sys`, the OS or the log dirs.
  */
 import { z } from 'zod';
-import { diskUsage } from '../diagnostics/disks';
-import { logTail, MAX_TAIL_LINES } from '../diagnostics/logs';
-import { networkInterfaces } from '../diagnostics/network';
-import { processList } from '../diagnostics/processes';
-import { systemInfo, systemMetrics } from '../diagnostics/system';
 import type { Request, Response } from '../../shared/session-stream';
-import { OpError, paramsOf, parseRequest, toErrorBody } from './requests';
-import type { Handler, HandlerContext, HandlerFactory } from './types';
+import type { Handler, HandlerContext, HandlerFactory } from '../protocol-handler';
+import { OpError, paramsOf, parseRequest, toErrorBody } from '../requests';
+import { diskUsage } from './disks';
+import { logTail, MAX_TAIL_LINES } from './logs';
+import { networkInterfaces } from './network';
+import { processList } from './processes';
+import { systemInfo, systemMetrics } from './system';
 
 const noParams = z.strictObject({});
 const processParams = z.strictObject({ limit: z.number().int().min(1).max(10_000).default(50) });
@@ -36,34 +37,34 @@ export const DIAGNOSTIC_OPS: Record<string, Op> = {
 /** At most this many requests are worked on at once; further frames wait unread. */
 const MAX_IN_FLIGHT = 4;
 
-export const startDiagnostics: HandlerFactory = (channel, ctx): Handler => {
+export const startDiagnostics: HandlerFactory = (stream, ctx): Handler => {
   let inFlight = 0;
 
   async function serve(req: Request): Promise<void> {
     const op = Object.hasOwn(DIAGNOSTIC_OPS, req.op) ? DIAGNOSTIC_OPS[req.op] : undefined;
     try {
       if (!op) throw new OpError('unknown_op', `unknown op ${req.op}; known: ${Object.keys(DIAGNOSTIC_OPS).join(', ')}`);
-      channel.sendJson({ id: req.id, ok: true, result: await op(req, ctx) } satisfies Response);
+      stream.sendJson({ id: req.id, ok: true, result: await op(req, ctx) } satisfies Response);
     } catch (err) {
-      channel.sendJson({ id: req.id, ok: false, error: toErrorBody(err, ctx.log) } satisfies Response);
+      stream.sendJson({ id: req.id, ok: false, error: toErrorBody(err, ctx.log) } satisfies Response);
     }
   }
 
-  channel.on('text', (text) => {
-    const req = parseRequest(channel, text);
+  stream.on('text', (text) => {
+    const req = parseRequest(stream, text);
     if (!req) return;
-    if (++inFlight >= MAX_IN_FLIGHT) channel.pause();
+    if (++inFlight >= MAX_IN_FLIGHT) stream.pause();
     void serve(req).finally(() => {
-      if (--inFlight < MAX_IN_FLIGHT) channel.resume();
+      if (--inFlight < MAX_IN_FLIGHT) stream.resume();
     });
   });
-  channel.on('binary', () => {
-    channel.sendJson({ id: null, ok: false, error: { code: 'bad_params', message: 'diagnostics takes text frames only' } });
+  stream.on('binary', () => {
+    stream.sendJson({ id: null, ok: false, error: { code: 'bad_params', message: 'diagnostics takes text frames only' } });
   });
 
   return {
     async stop() {
-      channel.close(1000, 'diagnostics ended');
+      stream.close(1000, 'diagnostics ended');
     },
   };
 };

@@ -1,7 +1,8 @@
 /**
- * @module The data streams this agent serves: dials a data WebSocket when the broker asks
- * (`stream.open`), runs the protocol's handler on it, and ends it when the client leaves, the
- * session closes or expires, or the agent stops. Refuses streams beyond `maxSessions`.
+ * @module Dials the session data streams: when the broker asks (`stream.open` on the control
+ * channel), opens an outbound data WebSocket to the stream URL, runs the protocol's handler on
+ * it, and ends it when the client leaves, the session closes or expires, or the agent stops.
+ * Refuses streams beyond `maxSessions` (docs/control-channel.md, data streams).
  */
 import { WebSocket } from 'ws';
 import type { Logger } from '../shared/log';
@@ -9,15 +10,16 @@ import type { StagingJournal } from '../shared/tar-extract';
 import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/control-channel';
 import { STREAM_CLOSE, STREAM_END } from '../shared/session-stream';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
+import { closeOnce } from '../shared/ws-close';
 import { maskingFor } from '../shared/ws-mask';
-import { Channel } from './channel';
 import type { AgentConfig } from './config';
-import { startDiagnostics } from './handlers/diagnostics';
-import { startFileTransfer } from './handlers/file-transfer';
-import { startShell } from './handlers/shell';
-import type { ShellPool } from './handlers/shell-pool';
-import type { Handler, HandlerFactory } from './handlers/types';
+import { DataStream } from './data-stream';
+import { startDiagnostics } from './diagnostics/handler';
+import { startFileTransfer } from './file-transfer/handler';
+import type { Handler, HandlerFactory } from './protocol-handler';
 import type { EndReason } from './sessions';
+import { startShell } from './shell/handler';
+import type { ShellPool } from './shell/shell-pool';
 
 const HANDLERS: Record<SessionProtocol, HandlerFactory> = {
   shell: startShell,
@@ -38,7 +40,8 @@ export interface StreamRequest {
   protocol: SessionProtocol;
 }
 
-export function createStreamServer(
+/** The agent's data streams: dialled on request, ended by session or all at once. */
+export function createStreamDialer(
   config: Readonly<AgentConfig>,
   deps: {
     log: Logger;
@@ -76,9 +79,9 @@ export function createStreamServer(
     active.set(req.stream_id, stream);
     const slog = log.child({ session_id: req.session_id, protocol: req.protocol });
     ws.once('open', () => {
-      const channel = new Channel(ws);
+      const dataStream = new DataStream(ws);
       try {
-        stream.handler = HANDLERS[req.protocol](channel, {
+        stream.handler = HANDLERS[req.protocol](dataStream, {
           sessionId: req.session_id,
           log: slog,
           config,
@@ -88,7 +91,7 @@ export function createStreamServer(
         slog.info('stream started');
       } catch (err) {
         slog.error('could not start the handler', { err: (err as Error).message });
-        channel.close(STREAM_CLOSE.internalError, `the device could not start ${req.protocol}`);
+        dataStream.close(STREAM_CLOSE.internalError, `the device could not start ${req.protocol}`);
       }
     });
     ws.on('error', (err) => slog.warn('stream socket error', { err: err.message }));
@@ -101,10 +104,7 @@ export function createStreamServer(
 
   async function end(stream: ActiveStream, code: number, reason: string): Promise<void> {
     active.delete(stream.streamId);
-    if (stream.ws.readyState === WebSocket.OPEN || stream.ws.readyState === WebSocket.CONNECTING) {
-      if (stream.ws.readyState === WebSocket.CONNECTING) stream.ws.terminate();
-      else stream.ws.close(code, reason);
-    }
+    closeOnce(stream.ws, code, reason);
     await stream.handler?.stop(reason);
   }
 

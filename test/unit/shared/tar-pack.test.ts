@@ -7,9 +7,9 @@ import { truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { packTree } from '../../shared/tar-pack';
-import { tempDir } from '../helpers/stack';
-import { waitFor } from '../helpers/wait';
+import { packTree } from '../../../shared/tar-pack';
+import { tempDir } from '../../helpers/stack';
+import { waitFor } from '../../helpers/wait';
 
 function tree(): string {
   const root = tempDir('tether-pack-');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExitMarkerScanner } from '../../agent/handlers/exit-marker';
+import { ExitMarkerScanner } from '../../../../agent/shell/exit-marker';
 
 const marker = (nonce: string, code: number) => `\x1b]tether-exit;${nonce};${code}\x07`;
 

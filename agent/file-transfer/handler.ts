@@ -1,17 +1,18 @@
 /**
- * @module The `file-transfer` protocol: `list`, `stat`, `download` and `upload` (tar streams),
- * one transfer at a time per stream, everything confined to the files root.
+ * @module The `file-transfer` protocol's handler: `list`, `stat`, `download` and `upload` (tar
+ * streams), one transfer at a time per stream, everything confined to the files root. An upload's
+ * temporary files are journaled (upload-journal.ts) so a killed agent removes them on restart.
  */
 import { lstat, mkdir, realpath, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import type { DownloadDone, Request, Response } from '../../shared/session-stream';
 import { resolveConfined } from '../../shared/fs-confine';
-import { packTree } from '../../shared/tar-pack';
-import { existing, listEntries, statEntry } from '../files/entries';
+import type { DownloadDone, Request, Response } from '../../shared/session-stream';
 import { createExtraction, type Extraction } from '../../shared/tar-extract';
-import { OpError, paramsOf, parseRequest, toErrorBody } from './requests';
-import type { Handler, HandlerFactory } from './types';
+import { packTree } from '../../shared/tar-pack';
+import type { Handler, HandlerFactory } from '../protocol-handler';
+import { OpError, paramsOf, parseRequest, toErrorBody } from '../requests';
+import { existing, listEntries, statEntry } from './entries';
 
 const pathParams = z.strictObject({ path: z.string().min(1).max(4096) });
 const listParams = z.strictObject({ path: z.string().min(1).max(4096), limit: z.number().int().min(1).max(100_000).default(10_000) });
@@ -25,14 +26,14 @@ interface Transfer {
   upload?: Extraction;
 }
 
-export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
+export const startFileTransfer: HandlerFactory = (stream, ctx): Handler => {
   const root = ctx.config.filesRoot;
   let transfer: Transfer | undefined;
   let failedUploadId: number | undefined;
 
-  const reply = (id: number, result: unknown): void => void channel.sendJson({ id, ok: true, result } satisfies Response);
+  const reply = (id: number, result: unknown): void => void stream.sendJson({ id, ok: true, result } satisfies Response);
   const replyError = (id: number, err: unknown): void =>
-    void channel.sendJson({ id, ok: false, error: toErrorBody(err, ctx.log) } satisfies Response);
+    void stream.sendJson({ id, ok: false, error: toErrorBody(err, ctx.log) } satisfies Response);
 
   async function download(req: Request): Promise<void> {
     const { path } = paramsOf(pathParams, req);
@@ -42,8 +43,8 @@ export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
     transfer = { id: req.id, abort: async () => controller.abort() };
     reply(req.id, { format: 'tar' });
     try {
-      const result = await packTree(realRoot, real, channel.binaryWritable(), { signal: controller.signal });
-      channel.sendJson({ id: req.id, done: true, bytes: result.bytes, files: result.files } satisfies DownloadDone);
+      const result = await packTree(realRoot, real, stream.binaryWritable(), { signal: controller.signal });
+      stream.sendJson({ id: req.id, done: true, bytes: result.bytes, files: result.files } satisfies DownloadDone);
       ctx.log.info('download done', { path, ...result });
     } finally {
       transfer = undefined;
@@ -92,7 +93,7 @@ export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
     if (transfer !== t) return;
     transfer = undefined;
     failedUploadId = t.id;
-    channel.resume();
+    stream.resume();
     await t.abort('upload failed');
     ctx.log.warn('upload refused', { error: toErrorBody(err, ctx.log) });
     replyError(t.id, err);
@@ -137,17 +138,17 @@ export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
     }
   }
 
-  channel.on('text', (text) => {
-    const req = parseRequest(channel, text);
+  stream.on('text', (text) => {
+    const req = parseRequest(stream, text);
     if (req) void serve(req);
   });
 
-  channel.on('binary', (data) => {
+  stream.on('binary', (data) => {
     const up = transfer?.upload;
     if (!up) return; // the tail of a refused upload
     if (!up.input.write(data)) {
-      channel.pause();
-      up.extract.once('drain', () => channel.resume());
+      stream.pause();
+      up.extract.once('drain', () => stream.resume());
     }
   });
 
@@ -161,9 +162,9 @@ export const startFileTransfer: HandlerFactory = (channel, ctx): Handler => {
           ctx.log.info('aborting transfer', { id: t.id, reason });
           await t.abort(reason);
         }
-        channel.close(1000, 'file transfer ended');
+        stream.close(1000, 'file transfer ended');
       })()),
   };
-  channel.on('close', () => void handler.stop('stream closed'));
+  stream.on('close', () => void handler.stop('stream closed'));
   return handler;
 };

@@ -5,11 +5,11 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as tar from 'tar-stream';
-import { assertOpenedInside } from '../../shared/fs-confine';
-import { createExtraction } from '../../shared/tar-extract';
-import { tempDir } from '../helpers/stack';
-import { tarOf } from '../helpers/tar';
-import { waitFor } from '../helpers/wait';
+import { assertOpenedInside } from '../../../shared/fs-confine';
+import { createExtraction } from '../../../shared/tar-extract';
+import { tempDir } from '../../helpers/stack';
+import { tarOf } from '../../helpers/tar';
+import { waitFor } from '../../helpers/wait';
 
 describe('tar extraction abort', () => {
   it('an abort while an entry waits for its file leaves nothing and throws nothing', async () => {

@@ -3,13 +3,13 @@
  * parse `{id, op, params}`, validate params with zod, answer `{id, ok, result|error}`.
  */
 import { z } from 'zod';
-import type { Logger } from '../../shared/log';
-import { request, type ErrorBody, type Request } from '../../shared/session-stream';
-import type { Channel } from '../channel';
-import { TransferError } from '../../shared/transfer-error';
-import { describeProblems, problemsOf } from '../../shared/zod-issues';
+import type { Logger } from '../shared/log';
+import { request, type ErrorBody, type Request } from '../shared/session-stream';
+import { TransferError } from '../shared/transfer-error';
+import { describeProblems, problemsOf } from '../shared/zod-issues';
+import type { DataStream } from './data-stream';
 
-/** An error a handler answers with: a code from the contract and a message for people. */
+/** An error a handler answers with: an error code (docs/session-streams.md, what the device guarantees) and a message for people. */
 export { TransferError as OpError };
 
 /** Parses a request's params or throws `bad_params` naming every problem. */
@@ -44,18 +44,18 @@ export function toErrorBody(err: unknown, log: Logger): ErrorBody {
 }
 
 /** Parses one text frame as a request; answers `bad_params` itself when it is not one. */
-export function parseRequest(channel: Channel, text: string): Request | undefined {
+export function parseRequest(stream: DataStream, text: string): Request | undefined {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch {
-    channel.sendJson({ id: null, ok: false, error: { code: 'bad_params', message: 'frame is not JSON' } });
+    stream.sendJson({ id: null, ok: false, error: { code: 'bad_params', message: 'frame is not JSON' } });
     return undefined;
   }
   const parsed = request.safeParse(raw);
   if (!parsed.success) {
     const id = typeof (raw as { id?: unknown })?.id === 'number' ? (raw as { id: number }).id : null;
-    channel.sendJson({ id, ok: false, error: { code: 'bad_params', message: 'expected {"id": N, "op": "...", "params": {...}}' } });
+    stream.sendJson({ id, ok: false, error: { code: 'bad_params', message: 'expected {"id": N, "op": "...", "params": {...}}' } });
     return undefined;
   }
   return parsed.data;

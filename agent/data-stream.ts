@@ -1,16 +1,18 @@
 /**
- * @module One data WebSocket as a handler sees it: JSON text frames, binary frames, and write
- * backpressure. `sendBinary` returns false once more than `highWaterMark` bytes are accepted
- * but not yet written to the kernel; 'drain' fires when that falls to `lowWaterMark`.
+ * @module One session data stream (the WebSocket the agent dialled for it) as a handler sees it:
+ * JSON text frames, binary frames, and write backpressure. `sendBinary` returns false once more
+ * than `highWaterMark` bytes are accepted but not yet written to the kernel; 'drain' fires when
+ * that falls to `lowWaterMark`. The frames each protocol exchanges: docs/session-streams.md, frames.
  */
 import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
 import { WebSocket, type RawData } from 'ws';
+import { closeOnce } from '../shared/ws-close';
 
-export const CHANNEL_HIGH_WATER = 4 * 1024 * 1024;
-export const CHANNEL_LOW_WATER = 1024 * 1024;
+export const DATA_STREAM_HIGH_WATER = 4 * 1024 * 1024;
+export const DATA_STREAM_LOW_WATER = 1024 * 1024;
 
-export interface ChannelEvents {
+export interface DataStreamEvents {
   text: [data: string];
   binary: [data: Buffer];
   close: [code: number, reason: string];
@@ -22,14 +24,14 @@ export interface ChannelEvents {
 const toBuffer = (data: RawData): Buffer =>
   Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
 
-export class Channel extends EventEmitter<ChannelEvents> {
+export class DataStream extends EventEmitter<DataStreamEvents> {
   #pending = 0;
   #closed = false;
 
   constructor(
     private readonly ws: WebSocket,
-    private readonly highWaterMark = CHANNEL_HIGH_WATER,
-    private readonly lowWaterMark = CHANNEL_LOW_WATER,
+    private readonly highWaterMark = DATA_STREAM_HIGH_WATER,
+    private readonly lowWaterMark = DATA_STREAM_LOW_WATER,
   ) {
     super();
     ws.on('message', (data, isBinary) => {
@@ -82,7 +84,7 @@ export class Channel extends EventEmitter<ChannelEvents> {
     if (this.ws.isPaused) this.ws.resume();
   }
 
-  /** Resolves once everything sent so far has been written out (or the channel closed). */
+  /** Resolves once everything sent so far has been written out (or the stream closed). */
   async flushed(): Promise<void> {
     if (this.#pending === 0 || this.closed) return;
     await new Promise<void>((resolve) => {
@@ -96,16 +98,12 @@ export class Channel extends EventEmitter<ChannelEvents> {
     });
   }
 
+  /** Ends the stream once (later calls do nothing); the reason is cut to fit a close frame. */
   close(code: number, reason: string): void {
-    if (this.ws.readyState === WebSocket.CLOSING || this.ws.readyState === WebSocket.CLOSED) return;
-    this.resume();
-    this.ws.close(code, reason.slice(0, 120));
-    const timer = setTimeout(() => this.ws.terminate(), 5000);
-    timer.unref();
-    this.ws.once('close', () => clearTimeout(timer));
+    closeOnce(this.ws, code, reason);
   }
 
-  /** A Writable whose chunks go out as binary frames, honouring the channel's backpressure. */
+  /** A Writable whose chunks go out as binary frames, honouring the stream's backpressure. */
   binaryWritable(): Writable {
     return new Writable({
       highWaterMark: 64 * 1024,

@@ -11,12 +11,12 @@ import { ExitMarkerScanner } from './exit-marker';
 import { signalSession } from './process-session';
 import { createPtyInput } from './pty-input';
 import { spawnWrappedShell } from './shell-pool';
-import type { Handler, HandlerFactory } from './types';
+import type { Handler, HandlerFactory } from '../protocol-handler';
 
 /** After SIGHUP, how long the session's processes get before SIGKILL. */
 const HANGUP_GRACE_MS = 1000;
 
-export const startShell: HandlerFactory = (channel, ctx): Handler => {
+export const startShell: HandlerFactory = (stream, ctx): Handler => {
   // A pre-started shell has its prompt on screen already; otherwise start one now.
   const { term, pid, nonce, shell, buffered, preStarted } = ctx.shells?.()?.take() ?? spawnWrappedShell();
   const scanner = new ExitMarkerScanner(nonce);
@@ -31,8 +31,8 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
     if (finished) return;
     finished = true;
     ctx.log.info('shell exited', { pid, code });
-    channel.sendJson({ type: 'exit', code } satisfies ShellExit);
-    channel.close(1000, 'shell exited');
+    stream.sendJson({ type: 'exit', code } satisfies ShellExit);
+    stream.close(1000, 'shell exited');
     // The terminal hangs up, as when a terminal window closes: the waiting wrapper ends, and so
     // do jobs left behind unless they asked to survive (nohup).
     signalSession(pid, 'SIGHUP');
@@ -41,7 +41,7 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
   function forward(data: string | Buffer): void {
     if (finished) return;
     const { output, exitCode } = scanner.push(typeof data === 'string' ? Buffer.from(data) : data);
-    const keepGoing = output.length === 0 || channel.sendBinary(output);
+    const keepGoing = output.length === 0 || stream.sendBinary(output);
     if (exitCode !== undefined) return finish(exitCode);
     if (!keepGoing && !paused) {
       paused = true;
@@ -51,7 +51,7 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
   for (const chunk of buffered.splice(0)) forward(chunk);
   term.onData(forward);
   if (!paused) term.resume(); // a pre-started shell may have been paused while it waited
-  channel.on('drain', () => {
+  stream.on('drain', () => {
     if (paused) {
       paused = false;
       term.resume();
@@ -62,7 +62,7 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
     // Without a marker the wrapper itself was ended (by us, or from outside the agent).
     input.close();
     const rest = scanner.flush();
-    if (rest.length > 0 && !finished) channel.sendBinary(rest);
+    if (rest.length > 0 && !finished) stream.sendBinary(rest);
     finish(signal ? 128 + signal : exitCode);
     resolveExit();
   });
@@ -72,18 +72,18 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
     term,
     () => {
       inputBlocked = true;
-      channel.pause();
+      stream.pause();
     },
     () => {
       if (!inputBlocked) return;
       inputBlocked = false;
-      channel.resume();
+      stream.resume();
     },
   );
-  channel.on('binary', (data) => {
+  stream.on('binary', (data) => {
     if (!finished) input.write(data);
   });
-  channel.on('text', (text) => {
+  stream.on('text', (text) => {
     const resize = parseMessage(shellResize, text);
     if (resize && !finished) term.resize(resize.cols, resize.rows);
   });
@@ -103,6 +103,6 @@ export const startShell: HandlerFactory = (channel, ctx): Handler => {
         signalSession(pid, 'SIGKILL'); // whatever ignored the hangup or outlived the shell
       })()),
   };
-  channel.on('close', () => void handler.stop('stream closed'));
+  stream.on('close', () => void handler.stop('stream closed'));
   return handler;
 };

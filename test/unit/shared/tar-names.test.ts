@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkEntryName, MAX_ENTRY_NAME, MAX_NAME_COMPONENT } from '../../shared/tar-names';
+import { checkEntryName, MAX_ENTRY_NAME, MAX_NAME_COMPONENT } from '../../../shared/tar-names';
 
 const piece = fc.oneof(
   fc.constantFrom('..', '.', '', '/', '\\', '//', '\0', 'C:', 'c:\\', '~', '%2e%2e', '…', '．．', 'a'.repeat(256)),

@@ -1,0 +1,31 @@
+/**
+ * @module What every protocol handler of the agent receives (its data stream and a context) and
+ * promises. One handler per session protocol: `shell/`, `diagnostics/`, `file-transfer/`.
+ */
+import type { Logger } from '../shared/log';
+import type { StagingJournal } from '../shared/tar-extract';
+import type { AgentConfig } from './config';
+import type { DataStream } from './data-stream';
+import type { ShellPool } from './shell/shell-pool';
+
+export interface HandlerContext {
+  sessionId: string;
+  log: Logger;
+  config: Readonly<AgentConfig>;
+  /** Pre-started login shells, when the agent keeps them (started on first use). */
+  shells?: (() => ShellPool | undefined) | undefined;
+  /** A journal for one upload, so a killed agent cleans up after it on the next start. */
+  uploadJournal?: (() => StagingJournal) | undefined;
+}
+
+export interface Handler {
+  /**
+   * Ends the handler: kills what it started, aborts transfers and removes their partial files.
+   * Idempotent; resolves once everything is gone, within a few seconds (a closed session ends
+   * every process of its terminal within 5 s: docs/session-streams.md, what the device guarantees).
+   */
+  stop(reason: string): Promise<void>;
+}
+
+/** Starts a protocol's handler on a freshly opened data stream. */
+export type HandlerFactory = (stream: DataStream, ctx: HandlerContext) => Handler;

@@ -9,7 +9,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { randomBase32 } from '../shared/ids';
 import type { Logger } from '../shared/log';
 import { AGENT_HEADERS, type BrokerToAgentMessage, type CloseReason } from '../shared/control-channel';
-import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, STREAM_END, type StreamAccess, type StreamGrant } from '../shared/session-stream';
+import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, STREAM_END, TOKEN_END_TEXT, type StreamAccess, type StreamGrant } from '../shared/session-stream';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
 import { acceptWebSocket } from './accept';
 import { agentDevice, bearerOf } from './credentials';
@@ -134,7 +134,7 @@ export function createStreams(deps: StreamDeps) {
     stream.tokenTimer = setTimeout(function onTokenExpiry() {
       if (Date.parse(tokenExpiresAt) > now()) return armTokenExpiry(stream);
       log.info('closing a stream: its token expired', { session_id: stream.grant.sessionId, stream_id: stream.streamId });
-      endStream(stream, STREAM_CLOSE.noCredentials, 'token expired');
+      endStream(stream, STREAM_CLOSE.noCredentials, TOKEN_END_TEXT.expired);
     }, Math.min(Math.max(0, left), MAX_TIMER_MS));
   }
 
@@ -215,7 +215,7 @@ export function createStreams(deps: StreamDeps) {
       if (!stream) return;
       // The session closed because the very token this client joined with expired: 4401, as
       // its own timer would have said a moment later.
-      if (reason === 'token_expired' && tokenExpired(stream)) return endStream(stream, STREAM_CLOSE.noCredentials, 'token expired');
+      if (reason === 'token_expired' && tokenExpired(stream)) return endStream(stream, STREAM_CLOSE.noCredentials, TOKEN_END_TEXT.expired);
       endStream(stream, STREAM_END[reason].code, STREAM_END[reason].text);
     },
 
@@ -224,7 +224,7 @@ export function createStreams(deps: StreamDeps) {
       for (const stream of [...bySession.values()]) {
         if (stream.grant.tokenId !== tokenId) continue;
         log.info('closing a stream: its token was revoked', { session_id: stream.grant.sessionId, stream_id: stream.streamId });
-        endStream(stream, STREAM_CLOSE.noCredentials, 'token revoked');
+        endStream(stream, STREAM_CLOSE.noCredentials, TOKEN_END_TEXT.revoked);
       }
     },
 

@@ -1,6 +1,7 @@
 /**
  * @module Where the client finds its server and token: `TETHER_SERVER` / `TETHER_TOKEN`, else
- * `$XDG_CONFIG_HOME/tether/config.json` (default `~/.config`), written with mode 0600.
+ * `$XDG_CONFIG_HOME/tether/config.json` (default `~/.config`), written with mode 0600
+ * (docs/settings.md, command-line client).
  */
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -37,7 +38,7 @@ export function readConfig(env: NodeJS.ProcessEnv): StoredConfig {
   try {
     return fileSchema.parse(JSON.parse(text));
   } catch {
-    throw new CliError(`${path} is not a valid tether config; run tether login again or remove it`);
+    throw new CliError(`${path} is not a valid tether config; run tether login again or remove it`, 'bad_config');
   }
 }
 
@@ -57,7 +58,7 @@ export function credentials(env: NodeJS.ProcessEnv): Credentials {
   const stored = readConfig(env);
   const server = env.TETHER_SERVER || stored.server;
   const token = env.TETHER_TOKEN || stored.token;
-  if (!server) throw new CliError('no server known: run `tether login --server URL --username NAME` or set TETHER_SERVER');
-  if (!token) throw new CliError('not logged in: run `tether login --server URL --username NAME` or set TETHER_TOKEN');
+  if (!server) throw new CliError('no server known: run `tether login --server URL --username NAME` or set TETHER_SERVER', 'not_logged_in');
+  if (!token) throw new CliError('not logged in: run `tether login --server URL --username NAME` or set TETHER_TOKEN', 'not_logged_in');
   return { server: server.replace(/\/+$/, ''), token };
 }

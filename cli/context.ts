@@ -1,5 +1,5 @@
 /** @module What every client command gets: the environment, output, and an API client on demand. */
-import { createApi, type ApiClient } from './api';
+import { createApiClient, type ApiClient } from './api-client';
 import { credentials } from './config';
 import { processOut, type Out } from './output';
 
@@ -7,7 +7,7 @@ export interface Context {
   env: NodeJS.ProcessEnv;
   out: Out;
   notice(line: string): void;
-  /** The API of the configured server with the configured token (throws if there is none). */
+  /** A client of the configured server's API with the configured token (throws if there is none). */
   api(): ApiClient;
 }
 
@@ -21,7 +21,7 @@ export function createContext(env: NodeJS.ProcessEnv = process.env, out: Out = p
     api() {
       if (!api) {
         const c = credentials(env);
-        api = createApi({ server: c.server, token: c.token, notice });
+        api = createApiClient({ server: c.server, token: c.token, notice });
       }
       return api;
     },

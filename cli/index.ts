@@ -1,6 +1,6 @@
 /**
- * @module The client commands of `tether` (CONTRACT section 7), registered on a commander
- * program. Each action resolves with the process exit code.
+ * @module The client commands of `tether` (docs/cli.md), registered on a commander program.
+ * Each action resolves with the process exit code.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Context } from './context';

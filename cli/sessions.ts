@@ -1,12 +1,12 @@
 /**
- * @module Opening a session the way the seed tells clients to (7.1): a 409 is explained with the
- * session in the way (and `--replace` closes it first); a 422 is explained (and `--wait-online`
- * waits for the agent).
+ * @module Opening a session the way the API asks clients to (docs/http-api.md, errors): a 409 is
+ * explained with the session in the way (and `--replace` closes it first); a 422 is explained (and
+ * `--wait-online` waits for the agent).
  */
 import type { SessionProtocol } from '../shared/control-channel';
-import { ApiFailure, type ApiClient } from './api';
+import { ApiFailure, type ApiClient } from './api-client';
 import { CliError } from './errors';
-import { openStream, type Stream } from './stream';
+import { openStream, type ClientStream } from './stream';
 
 export interface Session {
   session_id: string;
@@ -51,7 +51,7 @@ async function waitOnline(api: ApiClient, device: string, timeoutS: number, noti
     if (status.agent_status === 'online') return;
     await sleep(1000);
   }
-  throw new CliError(`the agent of ${device} did not come online within ${timeoutS} s`);
+  throw new CliError(`the agent of ${device} did not come online within ${timeoutS} s`, 'timeout');
 }
 
 export async function openSession(api: ApiClient, o: OpenOptions): Promise<Session> {
@@ -70,9 +70,10 @@ export async function openSession(api: ApiClient, o: OpenOptions): Promise<Sessi
           throw new CliError(
             `a ${o.protocol} session is already open for ${o.device}${ids ? `: ${ids}` : ' (opened by someone you cannot see)'}.\n` +
               (o.replace ? 'It could not be replaced.' : 'Run again with --replace to close it first, or close it with `tether session close ID`.'),
+            err.code,
           );
         }
-        if (existing.length === 0) throw new CliError(`a ${o.protocol} session for ${o.device} is open, but not yours to close`);
+        if (existing.length === 0) throw new CliError(`a ${o.protocol} session for ${o.device} is open, but not yours to close`, err.code);
         for (const s of existing) {
           o.notice(`closing session ${s.session_id} (--replace)`);
           await api.request('DELETE', `/v1/remote-access/sessions/${s.session_id}`);
@@ -85,14 +86,15 @@ export async function openSession(api: ApiClient, o: OpenOptions): Promise<Sessi
           throw new CliError(
             `the agent of ${o.device} is offline (not connected to the broker).\n` +
               'Run again with --wait-online to wait for it.',
+            err.code,
           );
         }
         await waitOnline(api, o.device, o.waitTimeoutS ?? 300, o.notice);
         waited = true;
         continue;
       }
-      if (err.status === 404) throw new CliError(`${err.body.message} (is the device id right?)`);
-      if (err.status === 403) throw new CliError(err.body.message);
+      if (err.status === 404) throw new CliError(`${err.body.message} (is the device id right?)`, err.code);
+      if (err.status === 403) throw new CliError(err.body.message, err.code);
       throw err;
     }
   }
@@ -112,9 +114,9 @@ export async function closeSession(api: ApiClient, sessionId: string): Promise<v
  * Opens a session, connects to its stream, runs `work` on it, and closes both whatever happens:
  * the shape of every request/response command (`diag`, `cp`).
  */
-export async function withSessionStream<T>(api: ApiClient, o: OpenOptions, work: (stream: Stream) => Promise<T>): Promise<T> {
+export async function withSessionStream<T>(api: ApiClient, o: OpenOptions, work: (stream: ClientStream) => Promise<T>): Promise<T> {
   const session = await openSession(api, o);
-  let stream: Stream | undefined;
+  let stream: ClientStream | undefined;
   try {
     stream = await openStream(session.websocket_url!);
     return await work(stream);

@@ -1,104 +1,163 @@
 /**
- * @module The client side of a session's stream: connect to `websocket_url`, send requests and
- * bytes, and turn close codes into plain words.
+ * @module The client side of a session's stream (docs/session-streams.md, frames): connect to
+ * `websocket_url`, send typed frames and bytes, and route every text frame the device sends to
+ * the request it answers (a request may be answered more than once: upload, download) or to the
+ * shell's exit listeners. Text frames are parsed with the shared schemas; others are dropped.
  */
+import type { z } from 'zod';
 import { WebSocket, type RawData } from 'ws';
-import { STREAM_CLOSE } from '../shared/session-stream';
+import { parseMessage } from '../shared/control-channel';
+import {
+  deviceFrame,
+  frames,
+  type DownloadDone,
+  type ErrorBody,
+  type Request,
+  type Response,
+  type ShellExit,
+  type ShellResize,
+} from '../shared/session-stream';
 import { maskingFor } from '../shared/ws-mask';
 import { CliError } from './errors';
+import { explainClose } from './explain-close';
+import { createMailbox, type Mailbox } from './mailbox';
 
-/** What a close code means to a person. */
-export function explainClose(code: number, reason: string): string {
-  switch (code) {
-    case STREAM_CLOSE.sessionClosed:
-      return reason.startsWith('session closed: ') ? `the ${reason}` : 'the session was closed';
-    case STREAM_CLOSE.sessionExpired:
-      return 'the session expired (its TTL ran out)';
-    case STREAM_CLOSE.unknownSession:
-      return 'the server does not know this session or refused its ticket';
-    case STREAM_CLOSE.busy:
-      return 'another client is connected to this session';
-    case STREAM_CLOSE.noCredentials:
-      return reason === 'token expired' || reason === 'token revoked'
-        ? `your ${reason}; log in again (tether login)`
-        : 'the server wants a ticket or a token for this stream';
-    case STREAM_CLOSE.deviceTimeout:
-      return 'the device did not answer within 10 s';
-    case STREAM_CLOSE.serverShutdown:
-      return 'the server is shutting down';
-    default:
-      return reason || `the connection closed (code ${code})`;
+/** The stream closed while something waited on it; the message says why in plain words. */
+export class StreamClosedError extends CliError {
+  constructor(
+    readonly closeCode: number,
+    readonly closeReason: string,
+  ) {
+    super(explainClose(closeCode, closeReason), 'stream_closed');
   }
 }
 
-export interface Stream {
-  ws: WebSocket;
+/** The device answered a request with an error; `code` is its op error code. */
+export class DeviceError extends CliError {
+  constructor(readonly body: ErrorBody) {
+    super(`${body.message} (${body.code})`, body.code);
+  }
+}
+
+/** A request on its way: the frames the device sends with its id, taken in the order they came. */
+export interface Call {
+  readonly id: number;
+  /**
+   * The next answer to this request: its result, checked with `schema` when one is given.
+   * Rejects with a DeviceError for an error answer, a StreamClosedError if the stream closes first.
+   */
+  answer<T = unknown>(schema?: z.ZodType<T>): Promise<T>;
+  /** The frame that ends a download (after its tar stream); rejects as `answer` does. */
+  downloadDone(): Promise<DownloadDone>;
+  /** Tells the device the upload's tar is all sent: `{id, op: "end"}`. */
+  uploadEnd(): void;
+  /** Nothing more is expected: later frames with this id are dropped. */
+  finish(): void;
+}
+
+export interface ClientStream {
+  /** The socket, for bytes and their flow control (send, bufferedAmount, pause, resume). */
+  readonly ws: WebSocket;
   /** Resolves when the stream closes, with its code and reason. */
-  closed: Promise<{ code: number; reason: string }>;
-  /** Sends a request and resolves with its first answer (`ok` true or false). */
-  request(op: string, params?: Record<string, unknown>): Promise<{ id: number; result: any }>;
-  /** Text frames that are not answers to `request` (download `done` lines, shell `exit`). */
-  onMessage(listener: (msg: any) => void): void;
+  readonly closed: Promise<{ code: number; reason: string }>;
+  /** Sends a request and resolves with its one answer's result. */
+  request<T = unknown>(op: string, params?: Record<string, unknown>, schema?: z.ZodType<T>): Promise<T>;
+  /** Sends a request that is answered more than once (upload, download). */
+  call(op: string, params?: Record<string, unknown>): Call;
+  /** Sends the client's terminal size (shell). */
+  resize(cols: number, rows: number): void;
+  onShellExit(listener: (exit: ShellExit) => void): void;
   onBinary(listener: (data: Buffer) => void): void;
   close(): void;
 }
 
+type CallFrame = Response | DownloadDone;
+
 const toBuffer = (d: RawData) => (Array.isArray(d) ? Buffer.concat(d) : Buffer.isBuffer(d) ? d : Buffer.from(d));
 
+/** The result of an answer frame, or the error it carries. */
+function resultOf<T>(frame: CallFrame, schema: z.ZodType<T> | undefined): T {
+  if (!('ok' in frame)) throw new CliError(`the device sent the end of a download where an answer was due (request ${frame.id})`, 'bad_answer');
+  if (!frame.ok) throw new DeviceError(frame.error);
+  if (!schema) return frame.result as T;
+  const parsed = schema.safeParse(frame.result);
+  if (!parsed.success) throw new CliError(`the device's answer to request ${frame.id} is not what this client expects`, 'bad_answer');
+  return parsed.data;
+}
+
+/** The end of a download, or the error the device answered instead. */
+function downloadDoneOf(frame: CallFrame): DownloadDone {
+  if ('done' in frame) return frame;
+  if (!frame.ok) throw new DeviceError(frame.error);
+  throw new CliError(`the device answered request ${frame.id} again where the end of a download was due`, 'bad_answer');
+}
+
 /** Connects to a session's stream; rejects with a readable error if it cannot. */
-export async function openStream(url: string): Promise<Stream> {
+export async function openStream(url: string): Promise<ClientStream> {
   const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 16 * 1024 * 1024, ...maskingFor(url) });
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
     ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
   );
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
-    ws.once('error', (err) => reject(new CliError(`cannot connect to the session's stream: ${err.message}`)));
+    ws.once('error', (err) => reject(new CliError(`cannot connect to the session's stream: ${err.message}`, 'unreachable')));
   });
   ws.on('error', () => {}); // 'close' follows with the code
 
   let nextId = 1;
-  const pending = new Map<number, { resolve: (v: { id: number; result: any }) => void; reject: (e: Error) => void }>();
-  const messageListeners: Array<(msg: any) => void> = [];
+  let closedWith: StreamClosedError | undefined;
+  const calls = new Map<number, Mailbox<CallFrame>>();
+  const exitListeners: Array<(exit: ShellExit) => void> = [];
   const binaryListeners: Array<(data: Buffer) => void> = [];
 
-  ws.on('message', (data, isBinary) => {
+  ws.on('message', function streamOnMessage(data, isBinary) {
     if (isBinary) {
       const buf = toBuffer(data);
       for (const l of binaryListeners) l(buf);
       return;
     }
-    let msg: any;
-    try {
-      msg = JSON.parse(toBuffer(data).toString('utf8'));
-    } catch {
-      return;
-    }
-    const waiter = typeof msg?.id === 'number' && 'ok' in msg ? pending.get(msg.id) : undefined;
-    if (waiter) {
-      pending.delete(msg.id);
-      if (msg.ok) waiter.resolve({ id: msg.id, result: msg.result });
-      else waiter.reject(new CliError(`${msg.error?.message ?? 'request failed'} (${msg.error?.code ?? 'error'})`));
-      return;
-    }
-    for (const l of messageListeners) l(msg);
+    const frame = parseMessage(deviceFrame, toBuffer(data).toString('utf8'));
+    if (!frame) return;
+    if ('type' in frame) for (const l of exitListeners) l(frame);
+    else calls.get(frame.id)?.put(frame);
   });
-  void closed.then(({ code, reason }) => {
-    for (const w of pending.values()) w.reject(new CliError(explainClose(code, reason)));
-    pending.clear();
+  void closed.then(function streamOnClosed({ code, reason }) {
+    closedWith = new StreamClosedError(code, reason);
+    for (const inbox of calls.values()) inbox.fail(closedWith);
+    calls.clear();
   });
+
+  const send = (frame: Request | ShellResize) => ws.send(JSON.stringify(frame));
+
+  function call(op: string, params: Record<string, unknown> = {}): Call {
+    const id = nextId++;
+    const inbox = createMailbox<CallFrame>();
+    if (closedWith) inbox.fail(closedWith);
+    else calls.set(id, inbox);
+    send(frames.request(id, op, params));
+    return {
+      id,
+      answer: async (schema) => resultOf(await inbox.take(), schema),
+      downloadDone: async () => downloadDoneOf(await inbox.take()),
+      uploadEnd: () => send(frames.uploadEnd(id)),
+      finish: () => void calls.delete(id),
+    };
+  }
 
   return {
     ws,
     closed,
-    request(op, params = {}) {
-      const id = nextId++;
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        ws.send(JSON.stringify({ id, op, params }));
-      });
+    async request(op, params, schema) {
+      const c = call(op, params);
+      try {
+        return await c.answer(schema);
+      } finally {
+        c.finish();
+      }
     },
-    onMessage: (l) => void messageListeners.push(l),
+    call,
+    resize: (cols, rows) => send(frames.resize(cols, rows)),
+    onShellExit: (l) => void exitListeners.push(l),
     onBinary: (l) => void binaryListeners.push(l),
     close: () => ws.close(1000),
   };

@@ -7,10 +7,11 @@ import { lstat, opendir, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { WebSocket } from 'ws';
-import { createExtraction } from '../shared/tar-extract';
-import { packTree } from '../shared/tar-pack';
+import { downloadStart, uploadDone, uploadReady, type UploadDone } from '../shared/session-stream';
+import { createExtraction, type ExtractResult } from '../shared/tar-extract';
+import { packTree, type PackResult } from '../shared/tar-pack';
 import { CliError } from './errors';
-import type { Stream } from './stream';
+import { DeviceError, StreamClosedError, type ClientStream } from './stream';
 
 const SEND_HIGH_WATER = 4 * 1024 * 1024;
 
@@ -34,7 +35,7 @@ function socketWritable(ws: WebSocket): Writable {
   return new Writable({
     highWaterMark: 256 * 1024,
     write(chunk: Buffer, _enc, callback) {
-      if (ws.readyState !== WebSocket.OPEN) return callback(new CliError('the stream closed during the upload'));
+      if (ws.readyState !== WebSocket.OPEN) return callback(new CliError('the stream closed during the upload', 'stream_closed'));
       let called = false;
       const done = (err?: Error | null) => {
         if (called) return;
@@ -58,20 +59,35 @@ export interface UploadPlan {
   topName: string;
 }
 
+/** The error to show for a transfer that the device refused or the stream cut short. */
+function transferFailure(what: 'upload' | 'download', err: unknown): unknown {
+  if (err instanceof StreamClosedError) {
+    const { closeCode: code, closeReason: reason } = err;
+    return new CliError(`the stream closed during the ${what} (${code}${reason ? `: ${reason}` : ''})`, 'stream_closed');
+  }
+  if (err instanceof DeviceError) return new CliError(`the device refused the ${what}: ${err.message}`, err.code);
+  return err;
+}
+
+function failedDuring(what: 'upload' | 'download') {
+  return function rethrowTransferFailure(err: unknown): never {
+    throw transferFailure(what, err);
+  };
+}
+
 /** Streams the local file or tree into `remoteDir` as `topName`; checks what the device got. */
-export async function upload(stream: Stream, plan: UploadPlan, onBytes: (n: number) => void, onSkip: (name: string, why: string) => void) {
-  const start = await stream.request('upload', { path: plan.remoteDir });
+export async function upload(
+  stream: ClientStream,
+  plan: UploadPlan,
+  onBytes: (n: number) => void,
+  onSkip: (name: string, why: string) => void,
+): Promise<PackResult> {
+  const call = stream.call('upload', { path: plan.remoteDir });
+  await call.answer(uploadReady);
   const real = await realpath(plan.local);
   const controller = new AbortController();
-  // The device answers the upload's id once more: at the end, or at once if it refuses an entry.
-  const answer = new Promise<{ files: number; bytes: number }>((resolve, reject) => {
-    stream.onMessage((msg) => {
-      if (msg?.id !== start.id || !('ok' in msg)) return;
-      if (msg.ok) resolve(msg.result);
-      else reject(new CliError(`the device refused the upload: ${msg.error?.message} (${msg.error?.code})`));
-    });
-    void stream.closed.then(({ code, reason }) => reject(new CliError(`the stream closed during the upload (${code}${reason ? `: ${reason}` : ''})`)));
-  });
+  // The device answers the upload once more: at the end, or at once if it refuses an entry.
+  const answer: Promise<UploadDone> = call.answer(uploadDone).catch(failedDuring('upload'));
   answer.catch(() => controller.abort());
   let sent;
   try {
@@ -80,11 +96,13 @@ export async function upload(stream: Stream, plan: UploadPlan, onBytes: (n: numb
     if (controller.signal.aborted) await answer; // the device's reason is the better message
     throw err;
   }
-  stream.ws.send(JSON.stringify({ id: start.id, op: 'end' }));
+  call.uploadEnd();
   const received = await answer;
+  call.finish();
   if (received.files !== sent.files || received.bytes !== sent.bytes) {
     throw new CliError(
       `the device stored ${received.files} files / ${received.bytes} bytes, but ${sent.files} files / ${sent.bytes} bytes were sent`,
+      'mismatch',
     );
   }
   return sent;
@@ -98,7 +116,7 @@ export interface DownloadPlan {
 }
 
 /** Streams a remote file or tree into `localDir` as `topName`; checks what arrived. */
-export async function download(stream: Stream, plan: DownloadPlan, onBytes: (n: number) => void) {
+export async function download(stream: ClientStream, plan: DownloadPlan, onBytes: (n: number) => void): Promise<ExtractResult> {
   const realDir = await realpath(plan.localDir);
   const extraction = createExtraction(realDir, realDir, {
     maxBytes: 0,
@@ -108,16 +126,11 @@ export async function download(stream: Stream, plan: DownloadPlan, onBytes: (n: 
   });
   const failed = new Promise<never>((_, reject) => {
     extraction.extract.on('error', () =>
-      reject(extraction.failure ?? new CliError('the download is not a valid tar stream')),
+      reject(extraction.failure ?? new CliError('the download is not a valid tar stream', 'bad_answer')),
     );
-    void stream.closed.then(({ code, reason }) => reject(new CliError(`the stream closed during the download (${code}${reason ? `: ${reason}` : ''})`)));
+    void stream.closed.then(({ code, reason }) => reject(transferFailure('download', new StreamClosedError(code, reason))));
   });
   failed.catch(() => {});
-  const done = new Promise<{ files: number; bytes: number }>((resolve) =>
-    stream.onMessage((msg) => {
-      if (msg?.done === true) resolve({ files: msg.files, bytes: msg.bytes });
-    }),
-  );
   stream.onBinary((data) => {
     if (!extraction.input.write(data)) {
       stream.ws.pause();
@@ -125,12 +138,17 @@ export async function download(stream: Stream, plan: DownloadPlan, onBytes: (n: 
     }
   });
   try {
-    await stream.request('download', { path: plan.remote });
+    const call = stream.call('download', { path: plan.remote });
+    await call.answer(downloadStart);
+    const done = call.downloadDone().catch(failedDuring('download'));
+    done.catch(() => {}); // when `failed` comes first
     const announced = await Promise.race([done, failed]);
+    call.finish();
     const got = await Promise.race([extraction.commit(), failed]);
     if (got.files !== announced.files || got.bytes !== announced.bytes) {
       throw new CliError(
         `received ${got.files} files / ${got.bytes} bytes, but the device sent ${announced.files} files / ${announced.bytes} bytes`,
+        'mismatch',
       );
     }
     return got;

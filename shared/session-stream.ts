@@ -1,5 +1,5 @@
 /**
- * @module The client stream of a session (CONTRACT 4.3): its path, close codes, and the frames
+ * @module The client stream of a session (docs/session-streams.md): its path, close codes, and the frames
  * of each protocol. Binary frames carry bytes; text frames carry one JSON object each.
  */
 import { z } from 'zod';
@@ -94,3 +94,67 @@ export interface DownloadDone {
   bytes: number;
   files: number;
 }
+
+/** The close reasons of a stream joined with a bearer token that stops being valid (code 4401). */
+export const TOKEN_END_TEXT = {
+  expired: 'token expired',
+  revoked: 'token revoked',
+} as const;
+
+// file-transfer answers
+
+/** What `stat` answers, and each of `list`'s `entries`. */
+export const fileEntry = z.object({
+  name: z.string(),
+  type: z.enum(['file', 'dir', 'symlink']),
+  size: z.number().int().min(0),
+  mode: z.number().int().min(0),
+  mtime: z.string(),
+});
+export type FileEntry = z.infer<typeof fileEntry>;
+
+/** The first answer to `download`: the tar stream follows in binary frames, then DownloadDone. */
+export const downloadStart = z.object({ format: z.literal('tar') });
+export type DownloadStart = z.infer<typeof downloadStart>;
+
+/** The first answer to `upload`: send the tar in binary frames, then `{id, op: "end"}`. */
+export const uploadReady = z.object({ ready: z.literal(true) });
+export type UploadReady = z.infer<typeof uploadReady>;
+
+/** The last answer to `upload`, once its `end` arrived: what the device stored. */
+export const uploadDone = z.object({ files: z.number().int().min(0), bytes: z.number().int().min(0) });
+export type UploadDone = z.infer<typeof uploadDone>;
+
+// The text frames a device sends a client, for the client to parse them.
+
+const frameId = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export const errorBody: z.ZodType<ErrorBody> = z.object({ code: z.string(), message: z.string() });
+
+export const response: z.ZodType<Response> = z.union([
+  z.object({ id: frameId, ok: z.literal(true), result: z.unknown() }),
+  z.object({ id: frameId, ok: z.literal(false), error: errorBody }),
+]);
+
+export const downloadDone: z.ZodType<DownloadDone> = z.object({
+  id: frameId,
+  done: z.literal(true),
+  bytes: z.number().int().min(0),
+  files: z.number().int().min(0),
+});
+
+export const shellExit: z.ZodType<ShellExit> = z.object({ type: z.literal('exit'), code: z.number().int() });
+
+/** Any text frame a device sends a client: an answer, the end of a download, or a shell's exit. */
+export const deviceFrame = z.union([response, downloadDone, shellExit]);
+export type DeviceFrame = Response | DownloadDone | ShellExit;
+
+/** The text frames a client sends, built one way. */
+export const frames = {
+  /** The client's terminal size (shell). */
+  resize: (cols: number, rows: number): ShellResize => ({ type: 'resize', cols, rows }),
+  /** A request (diagnostics, file-transfer). */
+  request: (id: number, op: string, params: Record<string, unknown> = {}): Request => ({ id, op, params }),
+  /** The tar of upload `id` is all sent. */
+  uploadEnd: (id: number): Request => ({ id, op: 'end' }),
+} as const;

@@ -7,12 +7,13 @@
  */
 import { lstat } from 'node:fs/promises';
 import { basename, dirname, posix, resolve } from 'node:path';
+import { fileEntry, type FileEntry } from '../../shared/session-stream';
 import type { Context } from '../context';
 import { CliError, usageError } from '../errors';
 import { formatBytes } from '../output';
 import { createProgress } from '../progress';
 import { withSessionStream } from '../sessions';
-import type { Stream } from '../stream';
+import type { ClientStream } from '../stream';
 import { download, measure, upload } from '../transfer';
 
 const REMOTE = /^([A-Za-z0-9._-]{1,64}):(.*)$/s;
@@ -30,11 +31,11 @@ export function parseRemote(arg: string): RemoteSpec | undefined {
   return { device: m[1]!, path: m[2] === '' ? '/' : m[2]! };
 }
 
-async function remoteStat(stream: Stream, path: string): Promise<{ type: string; size: number } | undefined> {
+async function remoteStat(stream: ClientStream, path: string): Promise<FileEntry | undefined> {
   try {
-    return (await stream.request('stat', { path })).result;
+    return await stream.request('stat', { path }, fileEntry);
   } catch (err) {
-    if (err instanceof CliError && err.message.endsWith('(not_found)')) return undefined;
+    if (err instanceof CliError && err.code === 'not_found') return undefined;
     throw err;
   }
 }
@@ -71,10 +72,10 @@ export async function cp(ctx: Context, src: string, dst: string, flags: CpFlags)
   });
 }
 
-async function toDevice(ctx: Context, stream: Stream, local: string, to: RemoteSpec, flags: CpFlags) {
+async function toDevice(ctx: Context, stream: ClientStream, local: string, to: RemoteSpec, flags: CpFlags) {
   const src = await localStat(local);
-  if (!src) throw new CliError(`no such file or directory: ${local}`);
-  if (!src.isFile() && !src.isDirectory()) throw new CliError(`${local} is neither a file nor a directory`);
+  if (!src) throw new CliError(`no such file or directory: ${local}`, 'local_file');
+  if (!src.isFile() && !src.isDirectory()) throw new CliError(`${local} is neither a file nor a directory`, 'local_file');
   const target = await remoteStat(stream, to.path);
   let remoteDir: string;
   let topName: string;
@@ -82,11 +83,11 @@ async function toDevice(ctx: Context, stream: Stream, local: string, to: RemoteS
     remoteDir = to.path;
     topName = basename(local);
   } else {
-    if (target && src.isDirectory()) throw new CliError(`cannot overwrite the file ${to.device}:${to.path} with a directory`);
+    if (target && src.isDirectory()) throw new CliError(`cannot overwrite the file ${to.device}:${to.path} with a directory`, 'not_a_directory');
     remoteDir = posix.dirname(to.path);
     topName = posix.basename(to.path);
     const parent = await remoteStat(stream, remoteDir);
-    if (parent?.type !== 'dir') throw new CliError(`no such directory on ${to.device}: ${remoteDir}`);
+    if (parent?.type !== 'dir') throw new CliError(`no such directory on ${to.device}: ${remoteDir}`, 'not_a_directory');
   }
   const total = await measure(local);
   const progress = createProgress(`→ ${to.device}`, total.bytes, flags.progress);
@@ -99,9 +100,9 @@ async function toDevice(ctx: Context, stream: Stream, local: string, to: RemoteS
   }
 }
 
-async function fromDevice(stream: Stream, from: RemoteSpec, local: string, flags: CpFlags) {
+async function fromDevice(stream: ClientStream, from: RemoteSpec, local: string, flags: CpFlags) {
   const source = await remoteStat(stream, from.path);
-  if (!source) throw new CliError(`no such file or directory on ${from.device}: ${from.path}`);
+  if (!source) throw new CliError(`no such file or directory on ${from.device}: ${from.path}`, 'not_found');
   const target = await localStat(local);
   let localDir: string;
   let topName: string;
@@ -110,13 +111,13 @@ async function fromDevice(stream: Stream, from: RemoteSpec, local: string, flags
     localDir = local;
     topName = remoteName;
   } else {
-    if (target && source.type === 'dir') throw new CliError(`cannot overwrite the file ${local} with a directory`);
+    if (target && source.type === 'dir') throw new CliError(`cannot overwrite the file ${local} with a directory`, 'local_file');
     if (target && !target.isFile() && !target.isSymbolicLink()) {
-      throw new CliError(`${local} is not a regular file; tether cp writes whole files and renames them into place`);
+      throw new CliError(`${local} is not a regular file; tether cp writes whole files and renames them into place`, 'local_file');
     }
     localDir = dirname(local);
     topName = basename(local);
-    if (!(await localStat(localDir))?.isDirectory()) throw new CliError(`no such directory: ${localDir}`);
+    if (!(await localStat(localDir))?.isDirectory()) throw new CliError(`no such directory: ${localDir}`, 'local_file');
   }
   const progress = createProgress(`← ${from.device}`, source.type === 'file' ? source.size : undefined, flags.progress);
   try {

@@ -1,21 +1,21 @@
 /** @module `tether device add`: registers a device and says how to start its agent. */
-import { ApiFailure } from '../api';
+import { ApiFailure } from '../api-client';
 import type { Context } from '../context';
-import { CliError } from '../errors';
+import { CliError, usageError } from '../errors';
 import { printJson } from '../output';
 
 export async function deviceAdd(ctx: Context, deviceId: string, flags: { json?: boolean; label?: string[] }): Promise<void> {
   const labels: Record<string, string> = {};
   for (const l of flags.label ?? []) {
     const at = l.indexOf('=');
-    if (at <= 0) throw new CliError(`--label takes key=value, not ${l}`, 2);
+    if (at <= 0) throw usageError(`--label takes key=value, not ${l}`);
     labels[l.slice(0, at)] = l.slice(at + 1);
   }
   let created: { device_id: string; agent_token: string };
   try {
     created = await ctx.api().request('POST', '/v1/devices', { device_id: deviceId, labels });
   } catch (err) {
-    if (err instanceof ApiFailure && err.status === 409) throw new CliError(`device ${deviceId} already exists`);
+    if (err instanceof ApiFailure && err.status === 409) throw new CliError(`device ${deviceId} already exists`, err.code);
     throw err;
   }
   if (flags.json) return printJson(ctx.out, created);

@@ -95,7 +95,7 @@ export async function diag(ctx: Context, device: string, op: string | undefined,
   await withSessionStream(ctx.api(), open, async (stream) => {
     const ops = op ? [op] : SUMMARY_OPS;
     const results: Record<string, unknown> = {};
-    for (const o of ops) results[o] = (await stream.request(o, paramsFor(o, flags))).result;
+    for (const o of ops) results[o] = await stream.request(o, paramsFor(o, flags));
     if (flags.json) printJson(ctx.out, op ? results[op] : results);
     else if (op && !DESCRIBED.has(op)) printJson(ctx.out, results[op]); // an op this client has no layout for
     else ctx.out.stdout(describe(results));

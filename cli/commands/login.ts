@@ -1,5 +1,5 @@
 /** @module `tether login` and `tether token`: getting a user token and showing it. */
-import { createApi } from '../api';
+import { createApiClient } from '../api-client';
 import { readConfig, writeConfig, credentials } from '../config';
 import type { Context } from '../context';
 import { CliError, usageError } from '../errors';
@@ -31,7 +31,7 @@ function askHidden(question: string): Promise<string> {
     const onData = (data: Buffer) => {
       for (const ch of data.toString('utf8')) {
         if (ch === '\r' || ch === '\n') return finish();
-        if (ch === '\u0003') return finish(new CliError('cancelled'));
+        if (ch === '\u0003') return finish(new CliError('cancelled', 'cancelled'));
         if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1);
         else if (ch >= ' ') value += ch;
       }
@@ -53,7 +53,7 @@ export async function login(ctx: Context, opts: { server?: string; username?: st
   else throw usageError('no terminal to ask for the password on; pipe it in with --password-stdin');
   if (!password) throw usageError('the password is empty');
 
-  const api = createApi({ server, notice: ctx.notice });
+  const api = createApiClient({ server, notice: ctx.notice });
   const issued = await api.request<{ token: string; token_id: string; expires_at: string }>('POST', '/v1/auth/token', {
     username,
     password,
@@ -66,7 +66,7 @@ export function token(ctx: Context): void {
   const { token } = credentials(ctx.env);
   const stored = readConfig(ctx.env);
   if (!ctx.env.TETHER_TOKEN && stored.expires_at && Date.parse(stored.expires_at) <= Date.now()) {
-    throw new CliError(`the stored token expired at ${stored.expires_at}; run tether login again`);
+    throw new CliError(`the stored token expired at ${stored.expires_at}; run tether login again`, 'bad_config');
   }
   ctx.out.stdout(`${token}\n`);
 }

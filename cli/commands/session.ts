@@ -1,6 +1,6 @@
 /** @module `tether session open | list | close`. */
 import type { SessionProtocol } from '../../shared/control-channel';
-import { ApiFailure } from '../api';
+import { ApiFailure } from '../api-client';
 import type { Context } from '../context';
 import { CliError } from '../errors';
 import { formatBytes, printJson, table } from '../output';
@@ -73,7 +73,7 @@ export async function sessionClose(ctx: Context, sessionId: string, flags: { jso
   try {
     s = await ctx.api().request<Session>('DELETE', `/v1/remote-access/sessions/${encodeURIComponent(sessionId)}`);
   } catch (err) {
-    if (err instanceof ApiFailure && err.status === 404) throw new CliError(`no open session ${sessionId} that you may close`);
+    if (err instanceof ApiFailure && err.status === 404) throw new CliError(`no open session ${sessionId} that you may close`, err.code);
     throw err;
   }
   if (flags.json) return printJson(ctx.out, s);

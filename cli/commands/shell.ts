@@ -6,7 +6,8 @@
  */
 import type { Context } from '../context';
 import { closeSession, openSession } from '../sessions';
-import { explainClose, openStream } from '../stream';
+import { explainClose } from '../explain-close';
+import { openStream } from '../stream';
 
 const INPUT_HIGH_WATER = 1024 * 1024;
 
@@ -36,7 +37,7 @@ export async function shell(ctx: Context, device: string, flags: ShellFlags): Pr
     let exitCode: number | undefined;
 
     const sendResize = () => {
-      if (stdout.isTTY) ws.send(JSON.stringify({ type: 'resize', cols: stdout.columns, rows: stdout.rows }));
+      if (stdout.isTTY) stream.resize(stdout.columns, stdout.rows);
     };
     if (stdin.isTTY) stdin.setRawMode(true);
     sendResize();
@@ -58,9 +59,7 @@ export async function shell(ctx: Context, device: string, flags: ShellFlags): Pr
         stdout.once('drain', () => ws.resume());
       }
     });
-    stream.onMessage((msg) => {
-      if (msg?.type === 'exit' && typeof msg.code === 'number') exitCode = msg.code;
-    });
+    stream.onShellExit((exit) => (exitCode = exit.code));
 
     // Signals that still reach us (from outside, or Ctrl-C without a terminal): leave cleanly.
     let signalled: NodeJS.Signals | undefined;

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApi } from '../../cli/api';
+import { createApiClient } from '../../cli/api-client';
 import { startProcess, TETHER_BIN } from '../helpers/processes';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { treeDigest } from '../helpers/tar';
@@ -294,7 +294,7 @@ describe('client handling of 429 and 500', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const notices: string[] = [];
-      const api = createApi({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, notice: (l) => notices.push(l) });
+      const api = createApiClient({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, notice: (l) => notices.push(l) });
       const started = Date.now();
       expect(await api.request('GET', '/v1/me')).toEqual({ ok: true });
       expect(Date.now() - started).toBeGreaterThanOrEqual(1000);

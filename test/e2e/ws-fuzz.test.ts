@@ -385,66 +385,22 @@ describe('agent control channel', () => {
   });
 
   it('refused control upgrades (401, 400) survive any bytes the client goes on writing', async () => {
-    const before = await gauges();
-    const kinds = {
+    await fuzzRefusedUpgrades(AGENT_CONNECT_PATH, CONTROL_MAX_PAYLOAD, {
       'wrong token': { protocol: AGENT_SUBPROTOCOL, headers: () => deviceHeaders(CTL, 'tdev_wrong'), status: 401 },
       'another device': { protocol: AGENT_SUBPROTOCOL, headers: () => deviceHeaders(REAL, ctlToken), status: 401 },
       'no credentials': { protocol: AGENT_SUBPROTOCOL, headers: () => ({}), status: 401 },
       'old protocol': { protocol: 'tether.agent.v0', headers: () => deviceHeaders(CTL, ctlToken), status: 400 },
-    };
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(...(Object.keys(kinds) as Array<keyof typeof kinds>)),
-        fc.constantFrom('after the answer', 'with the request', 'reset at once'),
-        garbageArb(true, CONTROL_MAX_PAYLOAD),
-        cutsArb,
-        endingArb,
-        async (kind, when, garbage, cuts, ending) => {
-          const { protocol, headers, status } = kinds[kind];
-          const bytes = encodePieces(garbage);
-          const inHead = when !== 'after the answer';
-          const c = await rawUpgrade(stack.port, AGENT_CONNECT_PATH, { protocol, headers: headers(), head: inHead ? bytes : undefined, resetAtOnce: when === 'reset at once' });
-          if (when === 'reset at once') return settled([[c, 'reset']], before);
-          expect(c.status).toBe(status);
-          if (!inHead) await c.writePieces(pieces(bytes, cuts));
-          c.hangUp(ending);
-          await settled([[c, ending]], before);
-        },
-      ),
-      { numRuns: RUNS },
-    );
+    });
   });
 });
 
 describe('agent data streams', () => {
   it('refused data upgrades (no such stream, 401) survive any bytes', async () => {
-    const before = await gauges();
-    const kinds = {
-      'no stream waiting': { headers: () => deviceHeaders(FAKE, fakeToken, { [AGENT_HEADERS.streamId]: 'nope' }), status: 404 },
-      'no stream id': { headers: () => deviceHeaders(FAKE, fakeToken), status: 404 },
-      'wrong token': { headers: () => deviceHeaders(FAKE, 'tdev_wrong', { [AGENT_HEADERS.streamId]: 'nope' }), status: 401 },
-    };
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(...(Object.keys(kinds) as Array<keyof typeof kinds>)),
-        fc.constantFrom('after the answer', 'with the request', 'reset at once'),
-        garbageArb(true, STREAM_MAX_PAYLOAD),
-        cutsArb,
-        endingArb,
-        async (kind, when, garbage, cuts, ending) => {
-          const { headers, status } = kinds[kind];
-          const bytes = encodePieces(garbage);
-          const inHead = when !== 'after the answer';
-          const c = await rawUpgrade(stack.port, AGENT_STREAM_PATH, { protocol: AGENT_SUBPROTOCOL, headers: headers(), head: inHead ? bytes : undefined, resetAtOnce: when === 'reset at once' });
-          if (when === 'reset at once') return settled([[c, 'reset']], before);
-          expect(c.status).toBe(status);
-          if (!inHead) await c.writePieces(pieces(bytes, cuts));
-          c.hangUp(ending);
-          await settled([[c, ending]], before);
-        },
-      ),
-      { numRuns: RUNS },
-    );
+    await fuzzRefusedUpgrades(AGENT_STREAM_PATH, STREAM_MAX_PAYLOAD, {
+      'no stream waiting': { protocol: AGENT_SUBPROTOCOL, headers: () => deviceHeaders(FAKE, fakeToken, { [AGENT_HEADERS.streamId]: 'nope' }), status: 404 },
+      'no stream id': { protocol: AGENT_SUBPROTOCOL, headers: () => deviceHeaders(FAKE, fakeToken), status: 404 },
+      'wrong token': { protocol: AGENT_SUBPROTOCOL, headers: () => deviceHeaders(FAKE, 'tdev_wrong', { [AGENT_HEADERS.streamId]: 'nope' }), status: 401 },
+    });
   });
 
   it('an accepted data stream survives any bytes; its client is closed with a code it may see', async () => {
@@ -621,3 +577,33 @@ describe('the agent, when its broker sends garbage', () => {
     }
   });
 });
+
+/** Upgrades refused with an HTTP status, then garbage: with the request, after the answer, or a reset. */
+async function fuzzRefusedUpgrades(
+  path: string,
+  maxPayload: number,
+  kinds: Record<string, { protocol: string; headers: () => Record<string, string>; status: number }>,
+): Promise<void> {
+  const before = await gauges();
+  await fc.assert(
+    fc.asyncProperty(
+      fc.constantFrom(...Object.keys(kinds)),
+      fc.constantFrom('after the answer', 'with the request', 'reset at once'),
+      garbageArb(true, maxPayload),
+      cutsArb,
+      endingArb,
+      async (kind, when, garbage, cuts, ending) => {
+        const { protocol, headers, status } = kinds[kind]!;
+        const bytes = encodePieces(garbage);
+        const inHead = when !== 'after the answer';
+        const c = await rawUpgrade(stack.port, path, { protocol, headers: headers(), head: inHead ? bytes : undefined, resetAtOnce: when === 'reset at once' });
+        if (when === 'reset at once') return settled([[c, 'reset']], before);
+        expect(c.status).toBe(status);
+        if (!inHead) await c.writePieces(pieces(bytes, cuts));
+        c.hangUp(ending);
+        await settled([[c, ending]], before);
+      },
+    ),
+    { numRuns: RUNS },
+  );
+}

@@ -65,6 +65,8 @@ function renderContract(err: unknown, requestId: string): { status: number; body
 export function createErrorRenderer(dialects: readonly ErrorDialect[]) {
   return {
     isKnown: (err: unknown): boolean => err instanceof ApiError || dialects.some((d) => d.isOwnError(err)),
+    /** True when a dialect owns the path's errors. */
+    owned: (path: string): boolean => dialects.some((d) => d.owns(path)),
     render(path: string, err: unknown, requestId: string): { status: number; body: unknown } {
       const dialect = dialects.find((d) => d.owns(path));
       return dialect ? dialect.render(err, requestId) : renderContract(err, requestId);
@@ -97,6 +99,10 @@ export function errorHandler(log: Logger, requests: Counter, errors: ErrorRender
       }
       if (!known) log.error('unhandled error', { request_id: requestId, err });
       if (err instanceof ApiError) for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
+      if (known && !(err instanceof ApiError) && !errors.owned(ctx.path)) {
+        // A feature's own error on a path it does not own is a bug: answered as a 500, and said.
+        log.error('an error of another interface reached this path', { request_id: requestId, err });
+      }
       const { status, body } = errors.render(ctx.path, known ? err : internalError(requestId), requestId);
       ctx.status = status;
       ctx.body = body;

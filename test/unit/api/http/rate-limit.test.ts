@@ -1,5 +1,6 @@
+/** The sliding-window limiter: the limit per window per key, the wait it names, and `peek` counting nothing. */
 import { describe, expect, it } from 'vitest';
-import { createSlidingWindowLimiter } from '../../api/http/rate-limit';
+import { createSlidingWindowLimiter } from '../../../../api/http/rate-limit';
 
 describe('sliding-window rate limiter', () => {
   it('allows the limit per window and says how long to wait', () => {
@@ -25,5 +26,18 @@ describe('sliding-window rate limiter', () => {
     t = 1000;
     expect(limiter.take('u')).toBe(0);
     expect(limiter.take('u')).toBe(1);
+  });
+
+  it('peek says the wait without counting a hit', () => {
+    let t = 0;
+    const limiter = createSlidingWindowLimiter(1, 60_000, () => t);
+    expect(limiter.peek('ann')).toBe(0);
+    expect(limiter.peek('ann')).toBe(0);
+    expect(limiter.take('ann')).toBe(0); // the peeks above did not use up the one allowed hit
+    t = 30_000;
+    expect(limiter.peek('ann')).toBe(30);
+    expect(limiter.peek('ann')).toBe(30);
+    t = 60_000;
+    expect(limiter.peek('ann')).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AgentRegistry } from '../../broker/registry';
+import { AgentRegistry } from '../../../broker/registry';
 
 describe('agent registry generations', () => {
   it('a late close of a replaced connection does not remove its successor', () => {

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadServerConfig } from '../../cmd/server-config';
-import { tempDir } from '../helpers/stack';
+import { ConfigError, loadServerConfig } from '../../../cmd/server-config';
+import { tempDir } from '../../helpers/stack';
 
 describe('server settings', () => {
   it('has the contract defaults', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { revisionOf } from '../../api/deployments/spec';
-import { deriveStatus, syncStatus } from '../../api/deployments/status';
+import { revisionOf } from '../../../../api/deployments/spec';
+import { deriveStatus, syncStatus } from '../../../../api/deployments/status';
 
 const report = (ready: number, state: 'progressing' | 'failed' = 'progressing') => ({
   service: 's', environment: 'dev' as const, rollout: 1, ready, state,

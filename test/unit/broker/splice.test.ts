@@ -3,8 +3,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { splice, type Splice } from '../../broker/splice';
-import { waitFor } from '../helpers/wait';
+import { splice, type Splice } from '../../../broker/splice';
+import { waitFor } from '../../helpers/wait';
 
 const HWM = 256 * 1024;
 const LWM = 64 * 1024;

@@ -7,11 +7,11 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers/stack';
+import { tempDir } from '../../helpers/stack';
 
 const DRIVER = `
-import { createLogger } from ${JSON.stringify(resolve(__dirname, '../../shared/log.ts'))};
-import { guardProcess } from ${JSON.stringify(resolve(__dirname, '../../shared/process-guard.ts'))};
+import { createLogger } from ${JSON.stringify(resolve(__dirname, '../../../shared/log.ts'))};
+import { guardProcess } from ${JSON.stringify(resolve(__dirname, '../../../shared/process-guard.ts'))};
 const counted = [];
 const unguard = guardProcess(createLogger({ level: 'info' }), (kind) => counted.push(kind));
 setTimeout(() => { throw new Error('boom from a timer'); }, 1);

@@ -1,6 +1,6 @@
 /** Client frame masking is skipped only where no intermediary can read the bytes. */
 import { describe, expect, it } from 'vitest';
-import { maskingFor } from '../../shared/ws-mask';
+import { maskingFor } from '../../../shared/ws-mask';
 
 const maskOf = (url: string): Buffer | undefined => {
   const { generateMask } = maskingFor(url);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createBackoff } from '../../shared/backoff';
+import { createBackoff } from '../../../shared/backoff';
 
 describe('backoff with full jitter', () => {
   it('doubles the ceiling per attempt from 1 s up to 30 s', () => {

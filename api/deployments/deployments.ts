@@ -103,14 +103,27 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
     return next;
   }
 
+  /**
+   * Only a canary whose rollout is complete takes all traffic, so a promoted service is `healthy`
+   * in the response and the reads after it, and `healthy` keeps meaning every replica ready
+   * (docs/http-api.md, deployments). Before that a 409 says how far the rollout is, for a retry.
+   */
+  function requirePromotable(row: ServiceRow): void {
+    const what = `canary ${row.canary_revision} of ${row.name} in ${row.environment}`;
+    const ready = `${row.ready_replicas} of ${row.desired_replicas} replicas ready`;
+    if (row.status === 'failed') throw conflict(`${what} failed to roll out (${ready}); roll back or apply again`);
+    if (row.ready_replicas < row.desired_replicas) {
+      throw conflict(`${what} has ${ready}; promote it once all are ready`);
+    }
+  }
+
   /** The canary becomes current with all traffic; the old stable revision becomes `previous`. */
   function promoteRow(principal: Principal, row: ServiceRow): ServiceRow {
+    requirePromotable(row);
     const canary = row.canary_revision!;
-    // The canary's replicas are the service's now; a canary still rolling out keeps rolling
-    // (same rollout), and the service is healthy once they are all ready.
     const next: ServiceRow = {
       ...row,
-      status: row.ready_replicas >= row.desired_replicas ? 'healthy' : row.status,
+      status: 'healthy',
       current_revision: canary,
       previous_revision: row.current_revision,
       canary_revision: null,

@@ -381,6 +381,7 @@ describe('canary', () => {
     expect((await dev.put('/v1/services/can2/canary/weight?env=dev', {})).status).toBe(400);
     const zero = await dev.put('/v1/services/can2/canary/weight?env=dev', { weight: 0 });
     expect(zero.body.data).toMatchObject({ canary_active: true, canary: { weight: 0 } });
+    await healthy('can2', 'dev'); // only a ready canary is promoted
     const full = await dev.put('/v1/services/can2/canary/weight?env=dev', { weight: 100 });
     expect(full.body.data).toMatchObject({ canary_active: false, stable: { revision: 'v1.1.0', weight: 100 }, canary: null });
     expect(await history('can2', 'dev')).toEqual([
@@ -393,6 +394,103 @@ describe('canary', () => {
     const res = await apply(dev, 'dev', ssd({ name: 'fresh', strategy: 'canary' }));
     expect(res.body.data).toMatchObject({ current_revision: 'v1.0.0', previous_revision: null });
     expect((await dev.get('/v1/services/fresh/canary?env=dev')).body.data.canary_active).toBe(false);
+  });
+});
+
+describe('a promoted canary is healthy, whenever it is promoted (seed 3.2, 3.5)', () => {
+  // The simulated runtime at the speed a new user gets: one replica ready every 200 ms.
+  let slow: Stack;
+  beforeAll(async () => {
+    slow = await startStack({ simReplicaMs: 200 });
+  });
+  afterAll(() => slow.stop());
+
+  const promoteBy = {
+    'POST …/canary/promote': (c: Client, name: string) => c.post(`/v1/services/${name}/canary/promote?env=dev`),
+    'PUT …/canary/weight 100': (c: Client, name: string) => c.put(`/v1/services/${name}/canary/weight?env=dev`, { weight: 100 }),
+  };
+  const read = async (c: Client, name: string) => (await c.get(`/v1/services/${name}?env=dev`)).body.data;
+
+  /** A service at v1.0.0 with every replica ready, then a canary v2.0.0 of `replicas` beside it. */
+  async function canaryOf(c: Client, name: string, replicas: number) {
+    await apply(c, 'dev', ssd({ name, replicas: 1 }));
+    await waitFor(async () => (await read(c, name)).status === 'healthy', `${name} v1.0.0 healthy`);
+    const res = await apply(c, 'dev', ssd({ name, tag: '2.0.0', replicas, strategy: 'canary', weight: 20 }));
+    expect(res.body.data).toMatchObject({ status: 'deploying', current_revision: 'v1.0.0', replicas: { desired: replicas, ready: 0 } });
+  }
+
+  /** What every read shows once the canary is promoted: healthy, all ready, synced, no canary. */
+  async function expectPromoted(c: Client, name: string, replicas: number) {
+    const promoted = {
+      status: 'healthy',
+      current_revision: 'v2.0.0',
+      previous_revision: 'v1.0.0',
+      image: `registry.example.com/platform/${name}:2.0.0`,
+      replicas: { desired: replicas, ready: replicas },
+      gitops_sync_status: 'Synced',
+    };
+    const got = await read(c, name);
+    expect(got).toMatchObject(promoted);
+    expect(got.canary).toBeUndefined();
+    expect((await c.get(`/v1/services?env=dev&status=healthy&per_page=200`)).body.data.map((s: any) => s.name)).toContain(name);
+    expect((await c.get(`/v1/services/${name}/canary?env=dev`)).body.data).toMatchObject({ canary_active: false, canary: null });
+    expect((await c.get(`/v1/services/${name}/revisions?env=dev`)).body.data.map((r: any) => [r.revision, r.status])).toEqual([
+      ['v2.0.0', 'current'],
+      ['v1.0.0', 'previous'],
+    ]);
+  }
+
+  it.each(Object.entries(promoteBy))('%s right after the canary is applied: 409 with the replicas ready, nothing changed', async (how, promote) => {
+    const name = how.startsWith('POST') ? 'soon-promote' : 'soon-weight';
+    await canaryOf(slow.admin, name, 10);
+    const refused = await promote(slow.admin, name);
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.body).toMatchObject({ error: 'conflict', status: 409 });
+    expect(refused.body.message).toMatch(new RegExp(`^canary v2\\.0\\.0 of ${name} in dev has \\d of 10 replicas ready; promote it once all are ready$`));
+    const after = await read(slow.admin, name);
+    expect(after).toMatchObject({ status: 'deploying', current_revision: 'v1.0.0', gitops_sync_status: 'OutOfSync', canary: { revision: 'v2.0.0', weight: 20 } });
+    expect(after.replicas.ready).toBeLessThan(10);
+    const events = (await slow.admin.get(`/v1/audit/deployments?service=${name}`)).body.data.map((e: any) => e.event);
+    expect(events).not.toContain('canary.promoted');
+    // The canary keeps rolling out; the same call succeeds once it is ready.
+    await waitFor(async () => (await read(slow.admin, name)).status === 'healthy', `${name} canary ready`, 15_000);
+    expect((await promote(slow.admin, name)).status).toBe(200);
+    await expectPromoted(slow.admin, name, 10);
+  });
+
+  it.each(Object.entries(promoteBy))('%s once the canary is ready: healthy in the response and in every read after it', async (how, promote) => {
+    const name = how.startsWith('POST') ? 'ready-promote' : 'ready-weight';
+    await canaryOf(slow.admin, name, 2);
+    await waitFor(async () => (await read(slow.admin, name)).replicas.ready === 2, `${name} canary ready`);
+    const res = await promote(slow.admin, name);
+    expect(res.status, res.text).toBe(200);
+    if (how.startsWith('POST')) {
+      expect(res.body.data).toMatchObject({ status: 'healthy', replicas: { desired: 2, ready: 2 }, current_revision: 'v2.0.0', dry_run: false });
+    } else {
+      expect(res.body.data).toMatchObject({ canary_active: false, stable: { revision: 'v2.0.0', weight: 100 }, canary: null });
+    }
+    await expectPromoted(slow.admin, name, 2);
+  });
+
+  it('a canary rolling out when the server stops resumes, and is promoted only once it is ready', async () => {
+    const first = await startStack({ simReplicaMs: 150 });
+    await canaryOf(first.admin, 'resumed-canary', 6);
+    await waitFor(async () => (await read(first.admin, 'resumed-canary')).replicas.ready >= 2, 'two canary replicas');
+    await first.stopServer();
+    const second = await startStack({ dataDir: first.dataDir, simReplicaMs: 150 });
+    try {
+      const refused = await second.admin.post('/v1/services/resumed-canary/canary/promote?env=dev');
+      expect(refused.status, refused.text).toBe(409);
+      expect(refused.body.message).toMatch(/has [2-5] of 6 replicas ready/);
+      expect(await read(second.admin, 'resumed-canary')).toMatchObject({ status: 'deploying', canary: { revision: 'v2.0.0' } });
+      await waitFor(async () => (await read(second.admin, 'resumed-canary')).status === 'healthy', 'the canary to finish after the restart');
+      const promoted = await second.admin.post('/v1/services/resumed-canary/canary/promote?env=dev');
+      expect(promoted.body.data).toMatchObject({ status: 'healthy', replicas: { desired: 6, ready: 6 } });
+      await expectPromoted(second.admin, 'resumed-canary', 6);
+    } finally {
+      await second.stop();
+      await first.stop();
+    }
   });
 });
 

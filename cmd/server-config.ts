@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { problemsOf } from '../shared/zod-issues';
+import { problemsOf, type Problem } from '../shared/zod-issues';
 import { LOG_LEVELS } from '../shared/log';
+import { didYouMean, ENV_PREFIX, KNOWN_SETTINGS, unknownSettings } from '../shared/settings-names';
 
 /** Every setting, by its name in a config file. */
 const fileSchema = z.strictObject({
@@ -35,7 +36,6 @@ const fileSchema = z.strictObject({
 
 export type ServerSettings = z.output<typeof fileSchema>;
 
-
 export interface ServerConfig extends Omit<ServerSettings, 'listen' | 'public_url'> {
   host: string;
   port: number;
@@ -49,6 +49,32 @@ export class ConfigError extends Error {
 
 /** Every setting's name in a config file (`TETHER_` + upper case in the environment). */
 export const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof ServerSettings>;
+
+/** Where the database lives unless TETHER_DATA_DIR or `data_dir` says otherwise. */
+export const DEFAULT_DATA_DIR = fileSchema.shape.data_dir.parse(undefined);
+
+const envName = (key: string) => `${ENV_PREFIX}${key.toUpperCase()}`;
+
+function whyNotASetting(key: string, known: readonly string[]): string {
+  const owners = KNOWN_SETTINGS[envName(key)]?.filter((owner) => owner !== 'reserved');
+  if (owners === undefined) return `unknown setting${didYouMean(key, known)}`;
+  if (owners.length === 0) return 'reserved for a coming feature; tether server does not read it yet';
+  return `a setting of the ${owners.join(' and the ')}, not of tether server`;
+}
+
+/**
+ * The file's keys that are not server settings, each named as in the other problems; a key
+ * another component reads is said to be theirs, any other names the closest setting.
+ */
+function unknownFileKeys(fromFile: Record<string, unknown>): Problem[] {
+  const known: readonly string[] = SETTING_NAMES;
+  return Object.keys(fromFile)
+    .filter((key) => !known.includes(key))
+    .map((key) => {
+      const path = key.toUpperCase().startsWith(ENV_PREFIX) ? key : `${key} (${envName(key)})`;
+      return { path, message: whyNotASetting(key, known) };
+    });
+}
 
 /** Reads settings from an optional YAML file and the environment. Throws ConfigError. */
 export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): Readonly<ServerConfig> {
@@ -65,17 +91,19 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     }
     fromFile = (parsed ?? {}) as Record<string, unknown>;
   }
-  const merged: Record<string, unknown> = { ...fromFile };
+  const problems = [...unknownSettings(env), ...unknownFileKeys(fromFile)];
+  const merged: Record<string, unknown> = {};
   for (const name of SETTING_NAMES) {
-    const value = env[`TETHER_${name.toUpperCase()}`];
+    const value = env[envName(name)];
     if (value !== undefined && value !== '') merged[name] = value;
+    else if (Object.hasOwn(fromFile, name)) merged[name] = fromFile[name];
   }
   const result = fileSchema.safeParse(merged);
   if (!result.success) {
-    const problems = problemsOf(result.error.issues, { unknownKey: 'unknown setting' }).map(
-      (p) => `  ${p.path} (TETHER_${p.path.toUpperCase()}): ${p.message}`,
-    );
-    throw new ConfigError(`invalid server settings:\n${problems.join('\n')}`);
+    for (const p of problemsOf(result.error.issues)) problems.push({ ...p, path: `${p.path} (${envName(p.path)})` });
+  }
+  if (!result.success || problems.length > 0) {
+    throw new ConfigError(`invalid server settings:\n${problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')}`);
   }
   const s = result.data;
   const m = /^\[?(.*?)\]?:(\d+)$/.exec(s.listen)!;

@@ -1,21 +1,23 @@
 /**
- * @module The composition root of `tether server`: opens the store, builds the API and the
- * broker, wires them to each other through their ports, and serves both on one port. Owns every
- * long-lived resource and closes them in order on `stop()`.
+ * @module The composition root of `tether server`: binds the port first (a taken port stops it
+ * before anything is written), then opens the store, builds the API and the broker, wires them
+ * to each other through their ports, and serves both on that port. Owns every long-lived
+ * resource and closes them in order on `stop()`.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createApi } from '../api/app';
+import { createApi, type Api } from '../api/app';
 import type { RelayPort } from '../api/ports';
 import { simulatedRuntime } from '../api/deployments/simulated-runtime';
 import { bootstrapAdmin } from '../api/identity/bootstrap';
-import { openStore } from '../api/store/index';
+import { openStore, type Store } from '../api/store/index';
 import { createBroker } from '../broker/index';
 import { createLogger, type Logger } from '../shared/log';
-import { createMetrics } from '../shared/metrics';
+import { createMetrics, type Metrics } from '../shared/metrics';
 import { guardProcess } from '../shared/process-guard';
 import { createTicketer } from '../shared/tickets';
 import type { ServerConfig } from './server-config';
+import { holdRequests, listen } from './server-listen';
 
 export interface ServerOptions {
   /** Wall clock in ms; tests shift it to simulate downtime. */
@@ -44,20 +46,29 @@ export interface RunningServer {
 const iso = (ms: number) => new Date(ms).toISOString();
 const hostForUrl = (host: string) => (host.includes(':') ? `[${host}]` : host);
 
-export async function startServer(config: Readonly<ServerConfig>, options: ServerOptions = {}): Promise<RunningServer> {
-  const now = options.now ?? Date.now;
-  const log = options.log ?? createLogger({ level: config.log_level });
-  const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
+/** Slow clients (slowloris) are cut off: headers and whole requests have deadlines. */
+function createHttpServer(config: Readonly<ServerConfig>): Server {
+  return createServer({
+    headersTimeout: config.headers_timeout_ms,
+    requestTimeout: Math.max(config.request_timeout_ms, config.headers_timeout_ms),
+    keepAliveTimeout: 5_000,
+    // checked every second (Node's default check is every 30 s)
+    connectionsCheckingInterval: Math.min(1_000, config.headers_timeout_ms),
+  });
+}
 
-  const store = openStore(config.data_dir);
-  store.devices.markAllOffline(); // no agent is connected to a server that just started
-  const metrics = createMetrics();
-  const escaped = metrics.counter('tether_uncaught_errors_total', 'Errors that escaped every handler (a bug: please report it).');
-  const unguard = options.guardProcess ? guardProcess(log, (kind) => escaped.inc({ kind })) : () => {};
-  let listenedUrl = '';
-  const publicUrl = () => config.publicUrl ?? listenedUrl;
+interface WireDeps {
+  now: () => number;
+  log: Logger;
+  metrics: Metrics;
+  publicUrl: () => string;
+  joinTimeoutMs: number | undefined;
+}
 
-  // The API reaches the broker only through this port; `broker` exists before any call comes.
+/** The API and the broker, each reaching the other only through its port. */
+function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
+  const { now, log, metrics } = deps;
+  // `broker` exists before any call comes through this port.
   const relay: RelayPort = {
     sessionOpened: (s) => broker.sessionOpened(s),
     sessionClosed: (s) => broker.sessionClosed(s, s.close_reason ?? 'closed'),
@@ -70,7 +81,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     log,
     metrics,
     ticketer: createTicketer(store.secret('stream-ticket')),
-    wsBase: () => publicUrl().replace(/^http/, 'ws'),
+    wsBase: () => deps.publicUrl().replace(/^http/, 'ws'),
     now,
     runtime: simulatedRuntime(config.sim_replica_ms), // the only runtime so far (TETHER_DEPLOY_RUNTIME)
   });
@@ -87,72 +98,88 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     },
     authorizeStream: api.authorizeStream,
     recordBytes: api.recordBytes,
-    joinTimeoutMs: options.joinTimeoutMs,
+    joinTimeoutMs: deps.joinTimeoutMs,
   });
+  return { api, broker };
+}
 
-  let server: Server | undefined;
+export async function startServer(config: Readonly<ServerConfig>, options: ServerOptions = {}): Promise<RunningServer> {
+  const now = options.now ?? Date.now;
+  const log = options.log ?? createLogger({ level: config.log_level });
+  const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
+
+  const server = createHttpServer(config);
+  const held = holdRequests(server);
+  await listen(server, config.host, config.port, `${hostForUrl(config.host)}:${config.port}`);
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${hostForUrl(config.host)}:${port}`;
+
+  let store: Store | undefined;
+  let parts: ReturnType<typeof wire> | undefined;
+  let unguard = () => {};
   let tokenFile: string | undefined;
   try {
+    store = openStore(config.data_dir);
+    store.devices.markAllOffline(); // no agent is connected to a server that just started
+    const metrics = createMetrics();
+    const escaped = metrics.counter('tether_uncaught_errors_total', 'Errors that escaped every handler (a bug: please report it).');
+    if (options.guardProcess) unguard = guardProcess(log, (kind) => escaped.inc({ kind }));
+    const { api, broker } = (parts = wire(store, config, { now, log, metrics, publicUrl: () => config.publicUrl ?? url, joinTimeoutMs: options.joinTimeoutMs }));
     tokenFile = bootstrapAdmin(store, api.identity, config.data_dir, config.bootstrap_token, now);
     if (tokenFile) print(`created user admin (administrator); its token is in ${tokenFile}`);
     api.start();
-
-    // Slow clients (slowloris) are cut off: headers within headers_timeout_ms, the whole request
-    // within request_timeout_ms, checked every second (Node's default check is every 30 s).
-    server = createServer({
-      headersTimeout: config.headers_timeout_ms,
-      requestTimeout: Math.max(config.request_timeout_ms, config.headers_timeout_ms),
-      keepAliveTimeout: 5_000,
-      connectionsCheckingInterval: Math.min(1_000, config.headers_timeout_ms),
-    });
-    server.on('request', api.callback());
-    server.on('upgrade', (req, socket, head) => broker.handleUpgrade(req, socket, head));
     server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
       if (socket.writable) socket.end(api.parserRejection(err));
       else socket.destroy();
     });
-    await listen(server, config.host, config.port);
+    held.ready(api.callback(), (req, socket, head) => broker.handleUpgrade(req, socket, head));
   } catch (err) {
-    await broker.close();
-    api.shutdown();
-    store.close();
+    held.fail();
+    await closeHttp(server);
+    await parts?.broker.close();
+    parts?.api.shutdown();
+    store?.close();
     unguard();
     throw err;
   }
 
-  const { port } = server.address() as AddressInfo;
-  listenedUrl = `http://${hostForUrl(config.host)}:${port}`;
-  log.info('server started', { url: listenedUrl, data_dir: config.data_dir, runtime: config.deploy_runtime });
-  print(`tether listening on ${listenedUrl}`);
-
-  let stopping: Promise<void> | undefined;
-  const httpServer = server;
+  log.info('server started', { url, data_dir: config.data_dir, runtime: config.deploy_runtime });
+  print(`tether listening on ${url}`);
   return {
-    url: listenedUrl,
+    url,
     port,
     adminTokenFile: tokenFile,
-    stop: () =>
-      (stopping ??= (async () => {
-        log.info('server stopping');
-        const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
-        httpServer.closeIdleConnections();
-        const sessionsClosed = api.shutdown();
-        await broker.close();
-        httpServer.closeAllConnections();
-        await closed;
-        store.close();
-        unguard();
-        log.info('server stopped', { sessions_closed: sessionsClosed });
-      })()),
+    stop: stopOnce(server, parts.api, parts.broker, store, log, unguard),
   };
 }
 
-function listen(server: Server, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+function closeHttp(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeAllConnections();
+  return closed;
+}
+
+/** `stop()`: no new connections, sessions closed, agents told, then the database closed. */
+function stopOnce(
+  server: Server,
+  api: Api,
+  broker: ReturnType<typeof createBroker>,
+  store: Store,
+  log: Logger,
+  unguard: () => void,
+): () => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  return () =>
+    (stopping ??= (async () => {
+      log.info('server stopping');
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const sessionsClosed = api.shutdown();
+      await broker.close();
+      server.closeAllConnections();
+      await closed;
+      store.close();
+      unguard();
+      log.info('server stopped', { sessions_closed: sessionsClosed });
+    })());
 }

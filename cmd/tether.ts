@@ -1,5 +1,6 @@
 /**
- * @module The `tether` command: `server`, `agent`, and the client commands. Parses arguments,
+ * @module The `tether` command: `server`, `agent`, the server host's commands (`backup`, `restore`,
+ * `admin token`) and the client commands (docs/cli.md). Parses arguments,
  * runs the chosen command, and maps failures to exit codes (1 failure, 2 usage).
  */
 import { Command, CommanderError } from 'commander';
@@ -8,6 +9,7 @@ import { CliError } from '../cli/errors';
 import { registerClientCommands } from '../cli/index';
 import { TETHER_VERSION } from '../shared/version';
 import { addAgentOptions, agentFlagsOf } from './agent-options';
+import { registerHostCommands } from './host-commands';
 import { ConfigError, loadServerConfig } from './server-config';
 
 class UsageError extends Error {}
@@ -60,6 +62,8 @@ addAgentOptions(program.command('agent').description('run the device agent')).ac
     process.exit(0);
   },
 );
+
+registerHostCommands(program);
 
 let exitCode = 0;
 registerClientCommands(program, () => createContext(), (code) => (exitCode = code));

@@ -37,7 +37,10 @@ export function migrate(db: Db): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   const latest = migrations.at(-1)?.version ?? 0;
   if (current > latest) {
-    throw new Error(`database schema version ${current} is newer than this build understands (${latest})`);
+    throw new Error(
+      `database schema version ${current} is newer than this build understands (${latest}): ` +
+        'upgrade tether, or restore a backup made by this version (tether restore FILE)',
+    );
   }
   for (const m of migrations) {
     if (m.version <= current) continue;

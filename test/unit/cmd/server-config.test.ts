@@ -1,7 +1,9 @@
+/** Server settings (docs/settings.md): defaults, file and environment, and every mistake named. */
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadServerConfig } from '../../../cmd/server-config';
+import { ConfigError, loadServerConfig, SETTING_NAMES } from '../../../cmd/server-config';
+import { settingsOf } from '../../../shared/settings-names';
 import { tempDir } from '../../helpers/stack';
 
 describe('server settings', () => {
@@ -49,5 +51,60 @@ describe('server settings', () => {
   it('refuses a port out of range and an unreadable file', () => {
     expect(() => loadServerConfig({ TETHER_LISTEN: '127.0.0.1:70000' }, undefined)).toThrow(/out of range/);
     expect(() => loadServerConfig({}, '/nonexistent/tether.yaml')).toThrow(/cannot read config file/);
+  });
+});
+
+describe('unknown settings', () => {
+  const messageOf = (env: NodeJS.ProcessEnv, file?: string) => {
+    try {
+      loadServerConfig(env, file);
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      return (err as Error).message;
+    }
+    throw new Error('no ConfigError');
+  };
+
+  it('stops on a misspelled variable and names the closest known one', () => {
+    expect(messageOf({ TETHER_LISTN: '127.0.0.1:0' })).toContain('TETHER_LISTN: unknown setting; did you mean TETHER_LISTEN?');
+    expect(messageOf({ TETHER_LOGLEVEL: 'debug' })).toContain('did you mean TETHER_LOG_LEVEL?');
+    expect(messageOf({ TETHER_DEVICE_TOKN: 'x' })).toContain('did you mean TETHER_DEVICE_TOKEN?');
+    expect(messageOf({ TETHER_COLOUR: 'blue' })).toMatch(/TETHER_COLOUR: unknown setting$/m);
+  });
+
+  it('reports every unknown variable at once, with the invalid values', () => {
+    const message = messageOf({ TETHER_LISTN: 'x', TETHER_DATADIR: 'y', TETHER_LOG_LEVEL: 'loud' });
+    expect(message).toContain('TETHER_DATADIR: unknown setting; did you mean TETHER_DATA_DIR?');
+    expect(message).toContain('TETHER_LISTN: unknown setting');
+    expect(message).toContain('log_level (TETHER_LOG_LEVEL)');
+  });
+
+  it("ignores the agent's, the client's and the reserved variables", () => {
+    const c = loadServerConfig({
+      TETHER_SERVER: 'http://127.0.0.1:1',
+      TETHER_TOKEN: 'tth_x',
+      TETHER_DEVICE_ID: 'd',
+      TETHER_DEVICE_TOKEN: 'tdev_x',
+      TETHER_FILES_ROOT: '/tmp',
+      TETHER_EXIT_NONCE: 'n',
+      TETHER_NATS_URL: 'nats://127.0.0.1:4222',
+      TETHER_FORWARD_ALLOW: '*',
+      TETHER_LISTEN: '127.0.0.1:9',
+    });
+    expect(c.port).toBe(9);
+  });
+
+  it('names the closest key in a config file, and says whose a key of another component is', () => {
+    const file = join(tempDir(), 'typos.yaml');
+    writeFileSync(file, 'log_lvl: debug\nserver: http://x\nnats_url: nats://x\nTETHER_LISTEN: 127.0.0.1:0\n');
+    const message = messageOf({}, file);
+    expect(message).toContain('log_lvl (TETHER_LOG_LVL): unknown setting; did you mean log_level?');
+    expect(message).toContain('server (TETHER_SERVER): a setting of the agent and the client, not of tether server');
+    expect(message).toContain('nats_url (TETHER_NATS_URL): reserved for a coming feature');
+    expect(message).toMatch(/^ {2}TETHER_LISTEN: unknown setting; did you mean listen\?$/m);
+  });
+
+  it('knows each of its settings in the shared list, as the server', () => {
+    expect(SETTING_NAMES.map((n) => `TETHER_${n.toUpperCase()}`).sort()).toEqual(settingsOf('server').sort());
   });
 });

@@ -1,0 +1,166 @@
+/**
+ * @module Copies of the database for backups and restores (docs/cli.md): SQLite's online backup
+ * API reads a consistent snapshot even while a server writes (WAL), and every copy is checked
+ * (`integrity_check`, a tether schema) and made one self-contained file of mode 0600 before it
+ * takes its final name, so a failed copy never leaves a half-written file under that name.
+ */
+import Database from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { Db } from './db';
+import { migrations } from './migrations/index';
+
+/** The schema version this build creates and understands. */
+export const LATEST_SCHEMA = migrations.at(-1)?.version ?? 0;
+
+export type BackupErrorCode = 'not_found' | 'exists' | 'in_use' | 'not_a_database' | 'too_new';
+
+/** A copy or a lock that cannot be made; `code` says why. */
+export class BackupError extends Error {
+  override name = 'BackupError';
+  constructor(
+    message: string,
+    readonly code: BackupErrorCode,
+  ) {
+    super(message);
+  }
+}
+
+export interface DatabaseCopy {
+  /** Size of the file written. */
+  bytes: number;
+  /** Its `user_version`: the last migration applied. */
+  schemaVersion: number;
+}
+
+// Copy every page in one step: the backup API restarts a copy whenever another connection
+// writes between two steps, so small steps could restart forever under a busy server.
+const ALL_PAGES = 0x7fffffff;
+
+/** Opens an existing database file; read-write, so a crashed writer's WAL can be recovered. */
+function openExisting(file: string): Db {
+  try {
+    return new Database(file, { fileMustExist: true });
+  } catch (err) {
+    if ((err as { code?: string }).code === 'SQLITE_CANTOPEN') throw new BackupError(`${file}: no such database file`, 'not_found');
+    throw err;
+  }
+}
+
+/** The schema version of the tether database in `file`. */
+export function schemaVersionOf(file: string): number {
+  const db = openExisting(file);
+  try {
+    return checkedVersion(db, file, false);
+  } finally {
+    db.close();
+  }
+}
+
+function checkedVersion(db: Db, what: string, checkIntegrity: boolean): number {
+  try {
+    if (checkIntegrity) {
+      const result = db.pragma('integrity_check', { simple: true });
+      if (result !== 'ok') throw new BackupError(`${what} fails SQLite's integrity check: ${String(result)}`, 'not_a_database');
+    }
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const users = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'users'").get();
+    if (version < 1 || !users) throw new BackupError(`${what} is not a tether database`, 'not_a_database');
+    return version;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'SQLITE_NOTADB') throw new BackupError(`${what} is not a tether database`, 'not_a_database');
+    throw err;
+  }
+}
+
+/**
+ * Copies the database `source` (an open connection, or a file) to `destination`: a consistent
+ * snapshot, checked, in rollback-journal mode (one file, no -wal beside it), mode 0600. Without
+ * `overwrite` an existing destination is refused, even one that appears during the copy.
+ */
+export async function copyDatabase(source: Db | string, destination: string, overwrite: boolean): Promise<DatabaseCopy> {
+  const staging = join(dirname(destination), `.${basename(destination)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    closeSync(openSync(staging, 'wx', 0o600)); // SQLite keeps the mode of a file that exists
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BackupError(`${dirname(destination)}: no such directory`, 'not_found');
+    throw err;
+  }
+  const what = typeof source === 'string' ? source : 'the database';
+  try {
+    const from = typeof source === 'string' ? openExisting(source) : source;
+    try {
+      await from.backup(staging, { progress: () => ALL_PAGES });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'SQLITE_NOTADB') throw new BackupError(`${what} is not a tether database`, 'not_a_database');
+      throw err;
+    } finally {
+      if (from !== source) from.close();
+    }
+    const copy = new Database(staging, { fileMustExist: true });
+    let schemaVersion: number;
+    try {
+      schemaVersion = checkedVersion(copy, what, true);
+      copy.pragma('journal_mode = DELETE');
+    } finally {
+      copy.close();
+    }
+    syncFile(staging);
+    if (overwrite) renameSync(staging, destination);
+    else placeNew(staging, destination);
+    syncFile(dirname(destination));
+    return { bytes: statSync(destination).size, schemaVersion };
+  } finally {
+    rmSync(staging, { force: true });
+    rmSync(`${staging}-journal`, { force: true });
+  }
+}
+
+/**
+ * Gives `staging` the name `destination` only if that name is free: atomically with a hard link,
+ * or, on a file system without them (some network shares), by checking first.
+ */
+function placeNew(staging: string, destination: string): void {
+  const exists = () => new BackupError(`${destination} already exists`, 'exists');
+  try {
+    linkSync(staging, destination);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') throw exists();
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
+    if (existsSync(destination)) throw exists();
+    renameSync(staging, destination);
+  }
+}
+
+function syncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Opens `file` for this process alone and keeps it so until the connection closes: no -wal or
+ * -shm left beside it, and every other opener waits or fails. Throws `in_use` while anything
+ * else has it open, such as a running `tether server`.
+ */
+export function lockDatabase(file: string): Db {
+  const inUse = () => new BackupError(`${file} is in use by another process (a running tether server?): stop it first`, 'in_use');
+  const db = new Database(file, { fileMustExist: true, timeout: 200 });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    // Leaving WAL needs the only connection; SQLite answers the old mode when it cannot.
+    if (db.pragma('journal_mode = DELETE', { simple: true }) !== 'delete') throw inUse();
+    // A write takes the exclusive lock, and exclusive locking mode keeps it until close.
+    db.pragma(`user_version = ${Number(db.pragma('user_version', { simple: true }))}`);
+  } catch (err) {
+    db.close();
+    if (/^SQLITE_(BUSY|LOCKED)/.test(String((err as { code?: unknown }).code))) throw inUse();
+    throw err;
+  }
+  return db;
+}

@@ -1,0 +1,81 @@
+/**
+ * @module `tether backup` and `tether restore` (docs/cli.md): a copy of the server's database
+ * made while it runs, and putting one back while it does not. A restore keeps the database it
+ * replaces beside it, so nothing is lost by restoring the wrong file.
+ */
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ADMIN_TOKEN_FILE } from '../api/identity/bootstrap';
+import { BackupError, copyDatabase, LATEST_SCHEMA, lockDatabase, type DatabaseCopy } from '../api/store/backup';
+import { DB_FILE } from '../api/store/db';
+import { CliError } from '../cli/errors';
+
+type Print = (line: string) => void;
+
+const described = ({ bytes, schemaVersion }: DatabaseCopy) => `${bytes} bytes, schema version ${schemaVersion}`;
+
+/** BackupError's code and message, as the command's failure. */
+async function asCommand<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof BackupError) throw new CliError(err.message, err.code);
+    throw err;
+  }
+}
+
+/** Copies `<dataDir>/tether.db` to `file` (mode 0600); an existing file only with `force`. */
+export function backup(dataDir: string, file: string, force: boolean, print: Print): Promise<void> {
+  return asCommand(async () => {
+    const source = join(dataDir, DB_FILE);
+    const target = resolve(file);
+    if (!existsSync(source)) throw new CliError(`no tether database in ${dataDir} (set --data-dir, or TETHER_DATA_DIR)`, 'not_found');
+    if (!force && existsSync(target)) throw new CliError(`${target} already exists (--force overwrites it)`, 'exists');
+    const copy = await copyDatabase(source, target, force);
+    print(`wrote ${target} (${described(copy)})`);
+  });
+}
+
+const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+
+/**
+ * Makes the backup `file` the database of `dataDir`. Refused while anything has the current
+ * database open (a running server): it holds an exclusive lock on it from the check until the
+ * new file is in place, and keeps it as `tether.db.before-restore-<time>`.
+ */
+export function restore(file: string, dataDir: string, print: Print, now: () => number = Date.now): Promise<void> {
+  return asCommand(async () => {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const current = join(dataDir, DB_FILE);
+    // Checked and staged first, so a bad backup changes nothing.
+    const staged = join(dataDir, `${DB_FILE}.restoring`);
+    const copy = await copyDatabase(resolve(file), staged, true);
+    try {
+      if (copy.schemaVersion > LATEST_SCHEMA) {
+        throw new CliError(
+          `${file} was made by a newer tether (schema version ${copy.schemaVersion}; this one understands up to ${LATEST_SCHEMA}): upgrade tether to restore it`,
+          'too_new',
+        );
+      }
+      const lock = existsSync(current) ? lockDatabase(current) : undefined;
+      try {
+        if (lock) {
+          const aside = `${current}.before-restore-${stamp(now())}`;
+          await copyDatabase(lock, aside, false);
+          print(`kept the database it replaces in ${aside}`);
+        }
+        // A -wal beside the new file would be replayed into it: none may survive.
+        for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${current}${suffix}`, { force: true });
+        renameSync(staged, current);
+      } finally {
+        lock?.close();
+      }
+    } finally {
+      rmSync(staged, { force: true });
+    }
+    print(`restored ${resolve(file)} (${described(copy)}) to ${current}`);
+    if (existsSync(join(dataDir, ADMIN_TOKEN_FILE))) {
+      print(`${ADMIN_TOKEN_FILE} is as it was; the tokens that work now are the backup's (\`tether admin token\` issues a new one)`);
+    }
+  });
+}

@@ -1,7 +1,9 @@
 /**
  * @module The device agent: keeps one outbound control WebSocket to the broker, reconnecting
- * with exponential backoff and full jitter, watches the broker's heartbeats, and follows the
- * broker's session messages. Built from its config; dials only in `start()`.
+ * with exponential backoff and full jitter (slowly, once the server keeps refusing its token:
+ * reconnect.ts), watches the broker's heartbeats, and follows the broker's session messages.
+ * Built from its config; dials only in `start()`. One log line per try at most, and the
+ * refusals of a wrong token once (docs/settings.md, agent).
  */
 import { hostname } from 'node:os';
 import { WebSocket } from 'ws';
@@ -21,6 +23,7 @@ import { SessionTable, type EndReason, type KnownSession } from './sessions';
 import { createStreamDialer } from './stream-dialer';
 import { createShellPool, type ShellPool } from './shell/shell-pool';
 import { openUploadJournal, type UploadJournal } from './file-transfer/upload-journal';
+import { createReconnectPolicy, formatWait } from './reconnect';
 
 export type AgentState = 'connecting' | 'connected' | 'waiting' | 'stopped';
 
@@ -29,6 +32,11 @@ export interface AgentDeps {
   /** Wall clock (ms), for session expiry times. */
   now?: () => number;
   backoff?: Backoff;
+  /**
+   * How long to wait between tries once the server has refused this agent's token three times in
+   * a row (default 5 min). Not a setting: tests that run the agent in-process shorten it.
+   */
+  refusedRetryMs?: number;
   /** Until the broker's welcome says otherwise. */
   heartbeatMs?: number;
   /** Called on every state change (tests and the entry point's logs). */
@@ -42,6 +50,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   const { log } = deps;
   const now = deps.now ?? Date.now;
   const backoff = deps.backoff ?? createBackoff({ baseMs: 1000, maxMs: 30_000, stableMs: STABLE_CONNECTION_MS });
+  const reconnect = createReconnectPolicy({ backoff, longMs: deps.refusedRetryMs });
   let heartbeatMs = deps.heartbeatMs ?? 20_000;
   let state: AgentState = 'stopped';
   let ws: WebSocket | undefined;
@@ -127,9 +136,13 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
       perMessageDeflate: false,
     });
     ws = socket;
+    /** How this try failed, for its one log line. */
+    let refusal: { status: number; message: string } | undefined;
+    let failure: string | undefined;
 
     socket.on('open', function onOpen() {
       connectedAt = performance.now();
+      if (reconnect.connected()) log.info('the server accepts this agent\'s token again');
       setState('connected');
       armLiveness(socket);
     });
@@ -153,24 +166,35 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
         } catch {
           // not JSON: log the text as it came
         }
-        log.error('broker refused the agent', { status: res.statusCode, message, host: hostname() });
+        refusal = { status: res.statusCode ?? 0, message };
         req.destroy();
         socket.terminate();
       });
     });
-    socket.on('error', (err) => log.warn('connection to broker failed', { err: err.message }));
+    // After a refusal the error is our own terminate(), and the refusal is what gets logged.
+    socket.on('error', (err) => void (failure ??= err.message));
     socket.on('close', function onClose(code, reason) {
       clearTimeout(livenessTimer);
       if (ws === socket) ws = undefined;
-      const lived = connectedAt > 0 ? performance.now() - connectedAt : 0;
+      const opened = connectedAt > 0;
+      if (opened) backoff.connectionEnded(performance.now() - connectedAt);
       connectedAt = 0;
-      if (lived > 0) backoff.connectionEnded(lived);
       if (code === AGENT_CLOSE.deviceDeleted) log.error('this device was deleted from the registry');
       if (state === 'stopped') return;
-      const delay = backoff.next();
-      log.info('disconnected from broker; reconnecting', { code, reason: reason.toString(), delay_ms: delay });
+      const next = reconnect.failed(refusal?.status);
+      const delay_ms = next.delayMs;
+      if (next.changed) log.error(tokenRefusedMessage(config.deviceId, formatWait(reconnect.longMs)), { status: 401, refusals: next.refusals });
+      // One line per try; while the token is refused, only at debug (the line above said it all).
+      const quiet = next.mode === 'token_refused' || refusal?.status === 401;
+      if (opened) {
+        log.info('disconnected from broker; reconnecting', { code, reason: reason.toString(), err: failure, delay_ms });
+      } else if (refusal) {
+        log[quiet ? 'debug' : 'error']('broker refused the agent', { ...refusal, delay_ms, host: hostname() });
+      } else {
+        log[quiet ? 'debug' : 'warn']('connection to broker failed; reconnecting', { err: failure, delay_ms });
+      }
       setState('waiting');
-      reconnectTimer = setTimeout(connect, delay);
+      reconnectTimer = setTimeout(connect, delay_ms);
     });
   }
 
@@ -214,3 +238,12 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   };
 }
 export type Agent = ReturnType<typeof createAgent>;
+
+/** What an operator reads once when the server keeps refusing the token (401), and what to do. */
+function tokenRefusedMessage(deviceId: string, every: string): string {
+  return (
+    `the server refuses this agent's token (401): the device is not registered or the token is not its own; ` +
+    `register it (\`tether device add ${deviceId}\` prints a new token), set the token in TETHER_DEVICE_TOKEN ` +
+    `and restart the agent; retrying every ${every}`
+  );
+}

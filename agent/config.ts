@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/control-channel';
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../shared/log';
 import { describeProblems, problemsOf } from '../shared/zod-issues';
 
 const schema = z.object({
@@ -22,6 +23,8 @@ const schema = z.object({
   maxUploadBytes: z.coerce.number().int().min(0).default(0),
   warmShell: z.enum(['0', '1', 'true', 'false'], { error: 'must be 1 or 0' }).default('1'),
   stateDir: z.string().min(1).optional(),
+  logLevel: z.enum(LOG_LEVELS, { error: 'must be debug, info, warn or error (TETHER_LOG_LEVEL)' }).optional(),
+  logFormat: z.enum(LOG_FORMATS, { error: 'must be json or text (TETHER_LOG_FORMAT)' }).optional(),
 });
 
 export interface AgentConfig {
@@ -41,6 +44,9 @@ export interface AgentConfig {
   warmShell: boolean;
   /** Where the agent keeps its own files (the journal of uploads in progress). */
   stateDir: string;
+  /** Logging as set; unset, it depends on whether stderr is a terminal (see `logSettings`). */
+  logLevel?: LogLevel | undefined;
+  logFormat?: LogFormat | undefined;
 }
 
 export interface AgentFlags {
@@ -68,6 +74,8 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     maxUploadBytes: pick(flags.maxUploadBytes, 'TETHER_MAX_UPLOAD_BYTES'),
     warmShell: pick(flags.warmShell, 'TETHER_WARM_SHELL'),
     stateDir: pick(flags.stateDir, 'TETHER_STATE_DIR'),
+    logLevel: pick(undefined, 'TETHER_LOG_LEVEL'),
+    logFormat: pick(undefined, 'TETHER_LOG_FORMAT'),
   });
   if (!result.success) {
     throw new Error(
@@ -95,7 +103,21 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     maxUploadBytes: c.maxUploadBytes,
     warmShell: c.warmShell === '1' || c.warmShell === 'true',
     stateDir: resolve(c.stateDir ?? defaultStateDir(env)),
+    logLevel: c.logLevel,
+    logFormat: c.logFormat,
   });
+}
+
+/**
+ * The agent's logging: quiet and readable on a terminal (text at `warn`: an agent started with
+ * `&` beside `tether shell` stays out of the shell's screen), JSON lines at `info` elsewhere
+ * (services, journald). `TETHER_LOG_LEVEL` and `TETHER_LOG_FORMAT` set either explicitly.
+ */
+export function logSettings(config: Readonly<AgentConfig>, stderrIsTerminal: boolean): { level: LogLevel; format: LogFormat } {
+  return {
+    level: config.logLevel ?? (stderrIsTerminal ? 'warn' : 'info'),
+    format: config.logFormat ?? (stderrIsTerminal ? 'text' : 'json'),
+  };
 }
 
 /** systemd's StateDirectory=, else the XDG state dir: `~/.local/state/tether-agent`. */

@@ -1,15 +1,12 @@
-/** @module Runs the device agent in this process until SIGTERM/SIGINT. */
+/** @module Runs the device agent in this process until SIGTERM/SIGINT (docs/settings.md, agent). */
 import { createAgent } from '../agent/agent';
-import { loadAgentConfig, type AgentFlags } from '../agent/config';
-import { createLogger, LOG_LEVELS, type LogLevel } from '../shared/log';
+import { loadAgentConfig, logSettings, type AgentFlags } from '../agent/config';
+import { createLogger } from '../shared/log';
 import { guardProcess } from '../shared/process-guard';
 
 export async function runAgent(flags: AgentFlags, env: NodeJS.ProcessEnv): Promise<void> {
   const config = loadAgentConfig(flags, env);
-  const level = (LOG_LEVELS as readonly string[]).includes(env.TETHER_LOG_LEVEL ?? '')
-    ? (env.TETHER_LOG_LEVEL as LogLevel)
-    : 'info';
-  const log = createLogger({ level }, { component: 'agent', device_id: config.deviceId });
+  const log = createLogger(logSettings(config, process.stderr.isTTY === true), { component: 'agent', device_id: config.deviceId });
   guardProcess(log); // a bug in one handler must not cut the device off
   const agent = createAgent(config, { log });
   log.info('agent starting', { server: config.connectUrl, files_root: config.filesRoot, log_dirs: config.logDirs });

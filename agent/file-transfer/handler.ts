@@ -1,18 +1,20 @@
 /**
  * @module The `file-transfer` protocol's handler: `list`, `stat`, `download` and `upload` (tar
- * streams), one transfer at a time per stream, everything confined to the files root. An upload's
- * temporary files are journaled (upload-journal.ts) so a killed agent removes them on restart.
+ * streams), one transfer at a time per stream, everything confined to the files root, which every
+ * error about a path names (root-errors.ts). An upload's temporary files are journaled
+ * (upload-journal.ts) so a killed agent removes them on restart.
  */
 import { lstat, mkdir, realpath, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { resolveConfined } from '../../shared/fs-confine';
-import type { DownloadDone, Request, Response } from '../../shared/session-stream';
+import type { DownloadDone, ErrorBody, Request, Response } from '../../shared/session-stream';
 import { createExtraction, type Extraction } from '../../shared/tar-extract';
 import { packTree } from '../../shared/tar-pack';
 import type { Handler, HandlerFactory } from '../protocol-handler';
 import { OpError, paramsOf, parseRequest, toErrorBody } from '../requests';
 import { existing, listEntries, statEntry } from './entries';
+import { placeInFilesRoot } from './root-errors';
 
 const pathParams = z.strictObject({ path: z.string().min(1).max(4096) });
 const listParams = z.strictObject({ path: z.string().min(1).max(4096), limit: z.number().int().min(1).max(100_000).default(10_000) });
@@ -32,8 +34,12 @@ export const startFileTransfer: HandlerFactory = (stream, ctx): Handler => {
   let failedUploadId: number | undefined;
 
   const reply = (id: number, result: unknown): void => void stream.sendJson({ id, ok: true, result } satisfies Response);
-  const replyError = (id: number, err: unknown): void =>
-    void stream.sendJson({ id, ok: false, error: toErrorBody(err, ctx.log) } satisfies Response);
+  /** Answers request `id` with the error's code and message; returns what it sent. */
+  function replyError(id: number, err: unknown): ErrorBody {
+    const error = placeInFilesRoot(toErrorBody(err, ctx.log), ctx.config);
+    stream.sendJson({ id, ok: false, error } satisfies Response);
+    return error;
+  }
 
   async function download(req: Request): Promise<void> {
     const { path } = paramsOf(pathParams, req);
@@ -95,8 +101,7 @@ export const startFileTransfer: HandlerFactory = (stream, ctx): Handler => {
     failedUploadId = t.id;
     stream.resume();
     await t.abort('upload failed');
-    ctx.log.warn('upload refused', { error: toErrorBody(err, ctx.log) });
-    replyError(t.id, err);
+    ctx.log.warn('upload refused', { error: replyError(t.id, err) });
   }
 
   async function endUpload(req: Request): Promise<void> {

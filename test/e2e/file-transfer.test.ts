@@ -23,10 +23,9 @@ beforeAll(async () => {
   writeFileSync(join(outside, 'secret.txt'), 'do not read');
   symlinkSync(outside, join(root, 'escape')); // a link in the root that leads out
   writeFileSync(join(root, 'plain.txt'), 'plain file\n');
-  const { agent } = await stack.onlineDevice('ft-1', { TETHER_FILES_ROOT: root });
-  (globalThis as any).ftAgent = agent;
+  await stack.onlineDevice('ft-1', { TETHER_FILES_ROOT: root });
 });
-afterAll(async () => { if (process.env.DEBUG_AGENT) console.log((globalThis as any).ftAgent.stderr.slice(-15).join('\n')); await stack.stop(); });
+afterAll(() => stack.stop());
 // A failed test must not leave its session open for the next one (one per protocol per device).
 afterEach(async () => {
   const open = await stack.admin.get('/v1/remote-access/sessions?status=open&per_page=200');
@@ -131,6 +130,37 @@ describe('file transfer', () => {
     await stack.admin.del(`/v1/remote-access/sessions/${sessionId}`);
   });
 
+  it('names the files root and the device in every not_found, not_a_directory and path_outside_root', async () => {
+    const { client, sessionId } = await openTransfer();
+    const under = `under the files root ${root} of ft-1`;
+    const answers = {
+      stat: await client.request('stat', { path: '/etc/hostname' }),
+      download: await client.request('download', { path: 'srv/app' }),
+      list: await client.request('list', { path: 'plain.txt' }),
+      upload: await client.request('upload', { path: 'plain.txt/app' }),
+      outside: await client.request('list', { path: '../..' }),
+      throughLink: await client.request('download', { path: 'escape/secret.txt' }),
+    };
+    expect(Object.fromEntries(Object.entries(answers).map(([k, r]) => [k, r.error]))).toEqual({
+      stat: { code: 'not_found', message: `no such file or directory: /etc/hostname ${under}` },
+      download: { code: 'not_found', message: `no such file or directory: srv/app ${under}` },
+      list: { code: 'not_a_directory', message: `plain.txt is not a directory ${under}` },
+      upload: { code: 'not_a_directory', message: `a path component is not a directory ${under}` },
+      outside: { code: 'path_outside_root', message: `../.. is outside the files root ${root} of ft-1` },
+      throughLink: { code: 'path_outside_root', message: `escape/secret.txt leads outside the files root ${root} of ft-1` },
+    });
+    // a refused tar entry, found while the archive arrives, says it too
+    const linked = await upload(client, '/', await tarOf([{ header: { name: 'escape/evil.txt' }, content: 'x' }]));
+    expect(linked.error).toEqual({ code: 'path_outside_root', message: `escape is a link leading outside the files root ${root} of ft-1` });
+    // other codes keep their message as it was
+    const ready = await client.request('upload', { path: 'busy-root-test' });
+    const busy = await client.request('list', { path: '/' });
+    expect(busy.error).toEqual({ code: 'busy', message: `transfer ${ready.id} is in progress; one at a time per stream` });
+    client.send({ id: ready.id, op: 'end' });
+    await client.waitForMessage((m) => m.id === ready.id && m.result?.files === 0);
+    await stack.admin.del(`/v1/remote-access/sessions/${sessionId}`);
+  });
+
   it('refuses paths that lead outside the root', async () => {
     const { client, sessionId } = await openTransfer();
     for (const [op, path] of [
@@ -184,7 +214,10 @@ describe('file transfer', () => {
     const r = await upload(client, '/', archive);
     expect(r).toMatchObject({
       ok: false,
-      error: { code: 'path_outside_root', message: 'symbolic link esc -> p/q/.. climbs back out of p/q, which is a symbolic link' },
+      error: {
+        code: 'path_outside_root',
+        message: `symbolic link esc -> p/q/.. climbs back out of p/q, which is a symbolic link under the files root ${root} of ft-1`,
+      },
     });
     expect(treeDigest(root)).toEqual(before);
     expect(linksLeadingOut(root)).toEqual(leadingOut);

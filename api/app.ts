@@ -18,6 +18,7 @@ import { DEVICE_LIST_PER_MINUTE, deviceRoutes } from './devices/routes';
 import { healthRoutes } from './http/health';
 import { identityRoutes, LOGIN_FAILURES_PER_MINUTE, publicIdentityRoutes } from './identity/routes';
 import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from './sessions/routes';
+import { createAccounts } from './identity/accounts';
 import { createIdentity } from './identity/identity';
 import { createSessions } from './sessions/sessions';
 import { createStreamAccess } from './sessions/stream-access';
@@ -44,12 +45,18 @@ export interface ApiDeps {
 export function createApi(deps: ApiDeps) {
   const { store, relay, log, metrics, now } = deps;
   const tokens = createTokenResolver(store.tokens);
-  // A revoked token stops at once: its cache entry, the sessions it opened (and their tickets),
-  // and the streams it admitted on other sessions.
-  const identity = createIdentity(store, now, function onRevoked(tokenId) {
-    tokens.revoked(tokenId);
-    sessions.closeAllOfToken(tokenId);
-    relay.tokenRevoked(tokenId);
+  const identity = createIdentity(store, now);
+  // A token cut off (revoked, or its user disabled or deleted) stops at once: its cache entry,
+  // the sessions it opened (and their tickets), and the streams it admitted on other sessions.
+  const accounts = createAccounts(store, now, {
+    userChanged: (username) => tokens.userChanged(username),
+    cutOff(tokenIds, reason) {
+      for (const tokenId of tokenIds) {
+        tokens.revoked(tokenId);
+        sessions.closeAllOfToken(tokenId, reason);
+        relay.tokenRevoked(tokenId);
+      }
+    },
   });
   const sessions = createSessions({ store, relay, log: log.child({ component: 'sessions' }), now });
   // The runtime reports to the deployment service, which exists once the runtime does.
@@ -75,7 +82,7 @@ export function createApi(deps: ApiDeps) {
 
   app.use(authenticate(tokens, now));
   const routes = [
-    identityRoutes(identity),
+    identityRoutes(identity, accounts, loginFailures),
     deviceRoutes({
       store,
       identity,

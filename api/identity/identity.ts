@@ -1,6 +1,7 @@
 /**
  * @module Users, tokens and device registration: the rules of docs/http-api.md (tokens, roles and scopes) that are more
- * than storage (token lifetimes per kind, password checks, one-time secrets).
+ * than storage (token lifetimes per kind, password checks, one-time secrets). Changing, disabling
+ * and deleting accounts, and revoking tokens, are `./accounts`.
  */
 import { newSecret, randomBase32, sha256Hex } from '../../shared/ids';
 import { requireWithinIssuer } from '../access';
@@ -42,7 +43,7 @@ export interface TokenRequest {
   token?: string | undefined;
 }
 
-export function createIdentity(store: Store, now: () => number, onRevoked: (tokenId: string) => void = () => {}) {
+export function createIdentity(store: Store, now: () => number) {
   const iso = (ms: number) => new Date(ms).toISOString();
 
   function issue(username: string, expiresAt: number | null, req: TokenRequest): IssuedToken {
@@ -66,14 +67,18 @@ export function createIdentity(store: Store, now: () => number, onRevoked: (toke
         username: input.username,
         role: input.role ?? null,
         kind: input.kind ?? 'human',
+        disabled: false,
         created_at: iso(now()),
       };
       const hash = input.password === undefined ? null : await hashPassword(input.password);
       try {
         store.users.insert(user, hash);
       } catch (err) {
-        if (isUniqueViolation(err)) throw conflict(`user ${user.username} already exists`);
-        throw err;
+        if (!isUniqueViolation(err)) throw err;
+        if (store.users.wasDeleted(user.username)) {
+          throw conflict(`user ${user.username} was deleted; its name stays taken so that no new account sees its sessions and audit`);
+        }
+        throw conflict(`user ${user.username} already exists`);
       }
       return user;
     },
@@ -82,12 +87,14 @@ export function createIdentity(store: Store, now: () => number, onRevoked: (toke
 
     /**
      * Exchanges a password for a user token: 8 hours, every scope (the user's role bounds it),
-     * no tenants (fleet tokens are issued by an administrator).
+     * no tenants (fleet tokens are issued by an administrator). Only a caller who knows the
+     * password learns that the account is disabled.
      */
     async login(username: string, password: string): Promise<IssuedToken> {
       const user = store.users.get(username);
       const ok = await verifyPassword(password, user?.password_hash);
       if (!user || !ok) throw unauthorized('unknown user or wrong password');
+      if (user.disabled) throw unauthorized(`account ${username} is disabled; an administrator can enable it again`);
       return issue(username, now() + USER_TOKEN_TTL_S * 1000, { scopes: ['*'] });
     },
 
@@ -99,6 +106,8 @@ export function createIdentity(store: Store, now: () => number, onRevoked: (toke
     issueToken(username: string, req: TokenRequest, issuer?: Principal): IssuedToken {
       const user = store.users.get(username);
       if (!user) throw notFound(`no user ${username}`);
+      // It would be refused while the account is disabled, and come alive unnoticed when enabled.
+      if (user.disabled) throw conflict(`user ${username} is disabled; enable it before issuing it a token`);
       const t = now();
       let expiresAt: number | null;
       if (user.kind === 'human') {
@@ -118,13 +127,6 @@ export function createIdentity(store: Store, now: () => number, onRevoked: (toke
       const grant = { scopes: req.scopes ?? issuer.scopes, tenants: req.tenants ?? [], expiresAt };
       requireWithinIssuer(issuer, grant);
       return issue(username, expiresAt, { ...req, scopes: grant.scopes, tenants: grant.tenants });
-    },
-
-    /** Revokes a token; revoking twice is not an error. */
-    revokeToken(tokenId: string): void {
-      if (!store.tokens.exists(tokenId)) throw notFound(`no token ${tokenId}`);
-      store.tokens.revoke(tokenId, iso(now()));
-      onRevoked(tokenId);
     },
 
     /** Registers a device and returns its agent token, shown this once only. */

@@ -1,14 +1,15 @@
-/** @module Users, tokens and `GET /v1/me` (docs/http-api.md, endpoints). */
+/** @module Users, tokens and `GET /v1/me` (docs/http-api.md, endpoints; users and tokens). */
 import Router from '@koa/router';
 import { z } from 'zod';
 import { ApiError } from '../errors';
 import { requireAccess, SCOPES } from '../access';
 import { principalOf } from '../http/auth';
 import type { RateLimiter } from '../http/rate-limit';
-import { parseBody } from '../http/validate';
+import { offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
 import { roleSchema } from '../roles';
+import type { Accounts } from './accounts';
 import { SERVICE_TOKEN_MAX_TTL_S, type Identity } from './identity';
-import { ok } from '../http/envelope';
+import { ok, okList } from '../http/envelope';
 
 export const usernameSchema = z
   .string()
@@ -16,12 +17,36 @@ export const usernameSchema = z
   .max(254)
   .regex(/^[A-Za-z0-9._@+-]+$/, 'may hold only letters, digits and . _ @ + -');
 
+const passwordSchema = z.string().min(8, 'must be at least 8 characters').max(1024);
+
 const newUserBody = z.strictObject({
   username: usernameSchema,
   role: roleSchema.nullable().optional(),
   kind: z.enum(['human', 'service']).optional(),
-  password: z.string().min(8, 'must be at least 8 characters').max(1024).optional(),
+  password: passwordSchema.optional(),
 });
+
+const userChangeBody = z
+  .strictObject({
+    role: roleSchema.nullable().optional(),
+    disabled: z.boolean().optional(),
+  })
+  .refine((b) => b.role !== undefined || b.disabled !== undefined, 'give role, disabled or both');
+
+const passwordBody = z.strictObject({
+  password: passwordSchema,
+  current_password: z.string().min(1).max(1024).optional(),
+  revoke_tokens: z.boolean().optional(),
+});
+
+const tokenListQuery = z
+  .strictObject({
+    ...pagingParams(200, 50),
+    all: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+    username: usernameSchema.optional(),
+    status: z.enum(['active', 'revoked', 'expired', 'all']).default('active'),
+  })
+  .refine((q) => !(q.all === true && q.username !== undefined), { path: ['all'], message: 'give all=true or username, not both' });
 
 const loginBody = z.strictObject({
   username: z.string().min(1).max(254),
@@ -40,6 +65,19 @@ const tokenBody = z.strictObject({
 /** Failed logins allowed per username in a sliding minute; beyond, 429 until the oldest ages out. */
 export const LOGIN_FAILURES_PER_MINUTE = 10;
 
+/** 429 while `username` has had too many failed password checks (logins or password changes). */
+function refuseWhileLimited(failures: RateLimiter, username: string): void {
+  const wait = failures.peek(username);
+  if (wait > 0) {
+    throw new ApiError(
+      'rate_limited',
+      `too many failed logins for this user: ${LOGIN_FAILURES_PER_MINUTE} per minute; retry in ${wait} s`,
+      undefined,
+      { 'Retry-After': String(wait) },
+    );
+  }
+}
+
 /**
  * Routes that need no token: exchanging a password for one. Failed attempts are limited per
  * username, so passwords cannot be guessed at speed (scrypt alone costs an attacker little with
@@ -49,15 +87,7 @@ export function publicIdentityRoutes(identity: Identity, failures: RateLimiter):
   const router = new Router();
   router.post('/v1/auth/token', async function issueUserToken(ctx) {
     const body = await parseBody(ctx, loginBody);
-    const wait = failures.peek(body.username);
-    if (wait > 0) {
-      throw new ApiError(
-        'rate_limited',
-        `too many failed logins for this user: ${LOGIN_FAILURES_PER_MINUTE} per minute; retry in ${wait} s`,
-        undefined,
-        { 'Retry-After': String(wait) },
-      );
-    }
+    refuseWhileLimited(failures, body.username);
     try {
       ok(ctx, await identity.login(body.username, body.password));
     } catch (err) {
@@ -68,7 +98,11 @@ export function publicIdentityRoutes(identity: Identity, failures: RateLimiter):
   return router;
 }
 
-export function identityRoutes(identity: Identity): Router {
+/**
+ * The routes that need a token. `failures` is the login limiter: a wrong current password in a
+ * password change counts as a failed login of that user.
+ */
+export function identityRoutes(identity: Identity, accounts: Accounts, failures: RateLimiter): Router {
   const router = new Router();
 
   router.get('/v1/me', function me(ctx) {
@@ -95,6 +129,28 @@ export function identityRoutes(identity: Identity): Router {
     ok(ctx, identity.listUsers());
   });
 
+  router.patch('/v1/users/:username', async function changeUser(ctx) {
+    const body = await parseBody(ctx, userChangeBody);
+    ok(ctx, accounts.updateUser(principalOf(ctx), ctx.params.username!, body));
+  });
+
+  router.delete('/v1/users/:username', function deleteUser(ctx) {
+    ok(ctx, accounts.deleteUser(principalOf(ctx), ctx.params.username!));
+  });
+
+  router.put('/v1/users/:username/password', async function changePassword(ctx) {
+    const body = await parseBody(ctx, passwordBody);
+    const username = ctx.params.username!;
+    if (body.current_password !== undefined) refuseWhileLimited(failures, username);
+    ok(ctx, await accounts.changePassword(principalOf(ctx), username, body, () => failures.take(username)));
+  });
+
+  router.get('/v1/tokens', function listTokens(ctx) {
+    const q = parseQuery(ctx, tokenListQuery);
+    const { items, total } = accounts.listTokens(principalOf(ctx), { ...q, limit: q.per_page, offset: offsetOf(q) });
+    okList(ctx, items, q, total);
+  });
+
   router.post('/v1/tokens', async function issueToken(ctx) {
     const body = await parseBody(ctx, tokenBody);
     const issuer = principalOf(ctx);
@@ -103,8 +159,7 @@ export function identityRoutes(identity: Identity): Router {
   });
 
   router.delete('/v1/tokens/:tokenId', function revokeToken(ctx) {
-    requireAccess(principalOf(ctx), 'identity:write', 'administrator', 'revoking tokens');
-    identity.revokeToken(ctx.params.tokenId!);
+    accounts.revokeToken(principalOf(ctx), ctx.params.tokenId!);
     ok(ctx, { token_id: ctx.params.tokenId, revoked: true });
   });
 

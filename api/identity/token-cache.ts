@@ -1,11 +1,11 @@
 /**
  * @module Resolves bearer tokens to principals, remembering recent ones for a few seconds so a
  * busy client does not cost a hash and a query per request. Revocation empties the entry at
- * once (this process is the only writer), and expiry is checked on every use, so neither ever
- * waits for the cache.
+ * once, and so does any change to the token's user (role, disabled, deleted: this process is the
+ * only writer); expiry is checked on every use, so none of them ever waits for the cache.
  */
 import { sha256Hex } from '../../shared/ids';
-import type { Principal, TokenRepo } from '../store/tokens';
+import type { Principal, TokenLookup, TokenRepo } from '../store/tokens';
 
 const TTL_MS = 5000;
 const MAX_ENTRIES = 10_000;
@@ -15,10 +15,15 @@ export interface TokenResolver {
   resolve(token: string, now: number): Principal | undefined;
   /** Forgets a revoked token. */
   revoked(tokenId: string): void;
+  /** Forgets every token of a user that changed. */
+  userChanged(username: string): void;
 }
 
 export function createTokenResolver(tokens: TokenRepo, monotonic: () => number = () => performance.now()): TokenResolver {
-  const cache = new Map<string, { principal: Principal | undefined; at: number }>();
+  const cache = new Map<string, { principal: TokenLookup | undefined; at: number }>();
+  function forget(matches: (p: TokenLookup) => boolean): void {
+    for (const [token, entry] of cache) if (entry.principal && matches(entry.principal)) cache.delete(token);
+  }
   return {
     resolve(token, now) {
       const t = monotonic();
@@ -30,12 +35,11 @@ export function createTokenResolver(tokens: TokenRepo, monotonic: () => number =
         cache.set(token, hit);
       }
       const p = hit.principal;
-      if (!p || p.revoked_at !== null) return undefined;
+      if (!p || p.revoked_at !== null || p.user_disabled) return undefined;
       if (p.expires_at !== null && Date.parse(p.expires_at) <= now) return undefined;
       return p;
     },
-    revoked(tokenId) {
-      for (const [token, entry] of cache) if (entry.principal?.token_id === tokenId) cache.delete(token);
-    },
+    revoked: (tokenId) => forget((p) => p.token_id === tokenId),
+    userChanged: (username) => forget((p) => p.username === username),
   };
 }

@@ -13,6 +13,7 @@ import { hasRole, PROTOCOL_MIN_ROLE } from '../roles';
 import { isUniqueViolation, type Store } from '../store/index';
 import type { SessionQuery, SessionRow } from '../store/sessions';
 import type { Principal } from '../store/tokens';
+import type { CutOffReason } from '../identity/accounts';
 import { SYSTEM_ACTOR } from '../identity/identity';
 import { createExpiryTimer } from './expiry';
 
@@ -173,11 +174,12 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
       closeAndNotify(store.sessions.openIdsOfDevice(deviceId), reason, SYSTEM_ACTOR),
 
     /**
-     * Closes every open session opened with a token that was just revoked: whoever holds one of
-     * their tickets loses the stream too (audit reason `token_revoked`).
+     * Closes every open session opened with a token that was just revoked (or whose user was
+     * disabled or deleted: `why` says which, in the audit): whoever holds one of their tickets
+     * loses the stream too.
      */
-    closeAllOfToken: (tokenId: string) =>
-      closeAndNotify(store.sessions.openIdsOfToken(tokenId), 'closed', SYSTEM_ACTOR, 'token_revoked'),
+    closeAllOfToken: (tokenId: string, why: CutOffReason = 'token_revoked') =>
+      closeAndNotify(store.sessions.openIdsOfToken(tokenId), 'closed', SYSTEM_ACTOR, why),
 
     expireDue,
 

@@ -151,7 +151,7 @@ describe('users and roles', () => {
     expect((await stack.admin.post('/v1/users', { username: 'system' })).status).toBe(400);
     const list = await stack.admin.get('/v1/users');
     expect(list.body.data.find((u: { username: string }) => u.username === 'dup')).toEqual({
-      username: 'dup', role: null, kind: 'human', created_at: expect.any(String),
+      username: 'dup', role: null, kind: 'human', disabled: false, created_at: expect.any(String),
     });
     expect(JSON.stringify(list.body)).not.toContain('password');
   });

@@ -1,8 +1,10 @@
 /**
  * Secrets stay secret: after a run that uses every kind of secret (passwords, user, service,
  * administrator and agent tokens, stream tickets, and wrong guesses at each), none of them appears
- * in the server's or the agent's logs at debug level, nor in plain text anywhere in the data dir.
+ * in the server's or the agent's logs at debug level, nor in plain text anywhere in the data dir;
+ * listings of users and tokens show neither the tokens nor their hashes.
  */
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -52,6 +54,12 @@ describe('secrets', () => {
     await wrongAgent.stop();
 
     const sam = client(url, samToken);
+    const newPassword = 'correct-horse-battery-staple-44';
+    expect((await sam.put('/v1/users/sam/password', { password: newPassword, current_password: wrongPassword })).status).toBe(403);
+    expect((await sam.put('/v1/users/sam/password', { password: newPassword, current_password: password })).status).toBe(200);
+    const relogin = await anon.post('/v1/auth/token', { username: 'sam', password: newPassword });
+    expect(relogin.status).toBe(200);
+    const reloginToken = relogin.body.data.token as string;
     const shell = (await sam.post('/v1/remote-access/sessions', { device_id: 'sec-1', protocol: 'shell' })).body.data;
     const ticket = new URL(shell.websocket_url).searchParams.get('ticket')!;
     const byTicket = connectStream(shell.websocket_url);
@@ -72,11 +80,25 @@ describe('secrets', () => {
     await byBearer.waitForOutput(/bearer-ok/);
     expect((await sam.del(`/v1/remote-access/sessions/${shell.session_id}`)).status).toBe(200);
     await byBearer.closed;
+    const listings = [
+      await admin.get('/v1/tokens?all=true&status=all&per_page=200'),
+      await sam.get('/v1/tokens?status=all'),
+      await admin.get('/v1/users'),
+    ];
+    for (const res of listings) expect(res.status).toBe(200);
+    const listed = listings.map((res) => res.text).join('\n');
+    expect(listed).toContain(serviceToken.token_id); // the listing does show the tokens, revoked ones included
 
     await agent.stop();
     await server.stop();
 
-    const secrets = { adminToken, samToken, serviceToken: serviceToken.token as string, agentToken, ticket, password, wrongPassword, forgedToken };
+    const secrets = {
+      adminToken, samToken, reloginToken, serviceToken: serviceToken.token as string, agentToken, ticket, password, wrongPassword, newPassword, forgedToken,
+    };
+    for (const [name, secret] of Object.entries(secrets)) {
+      expect(listed.includes(secret), `${name} in a listing`).toBe(false);
+      expect(listed.includes(createHash('sha256').update(secret).digest('hex')), `the hash of ${name} in a listing`).toBe(false);
+    }
     const logs = [...server.stdout, ...server.stderr, ...agent.stdout, ...agent.stderr, ...wrongAgent.stdout, ...wrongAgent.stderr].join('\n');
     expect(logs).toContain('"msg":"request"'); // the logs do tell what happened, down to each request
     expect(logs).toContain(shell.session_id);

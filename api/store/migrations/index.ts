@@ -4,6 +4,7 @@ import m002 from './002-deployments';
 import m003 from './003-fleet';
 import m004 from './004-session-token';
 import m005 from './005-token-bounds';
+import m006 from './006-accounts';
 
 export interface Migration {
   version: number;
@@ -17,4 +18,5 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: 'fleet', sql: m003 },
   { version: 4, name: 'session-token', sql: m004 },
   { version: 5, name: 'token-bounds', sql: m005 },
+  { version: 6, name: 'accounts', sql: m006 },
 ];

@@ -1,10 +1,14 @@
-/** The token repository: looked up by hash only, joined with its user, scopes and tenants round-tripped, revoked once, unknown users refused. */
+/**
+ * The token repository: looked up by hash only, joined with its user (and whether it is
+ * disabled), scopes and tenants round-tripped, revoked once, unknown users refused; listings by
+ * user and status, newest first, never with the hash; a user's tokens revoked together.
+ */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isUniqueViolation, openStore, type Store } from '../../../../api/store/index';
 import { tempDir } from '../../../helpers/stack';
 
 const created = '2026-01-01T00:00:00.000Z';
-const token = (token_id: string, over: Partial<{ username: string; scopes: string[]; tenants: string[]; expires_at: string | null }> = {}) => ({
+const token = (token_id: string, over: Partial<{ username: string; scopes: string[]; tenants: string[]; created_at: string; expires_at: string | null }> = {}) => ({
   token_id, username: 'ann', scopes: ['*'], tenants: [] as string[], created_at: created, expires_at: null as string | null, ...over,
 });
 
@@ -22,7 +26,7 @@ describe('token repository', () => {
     store.tokens.insert(token('tok_b', { username: 'bot' }), 'hash-b');
     expect(store.tokens.findByHash('hash-a')).toEqual({
       token_id: 'tok_a', username: 'ann', role: 'platform-engineer', kind: 'human', scopes: ['*'], tenants: [],
-      created_at: created, expires_at: '2026-01-01T08:00:00.000Z', revoked_at: null,
+      created_at: created, expires_at: '2026-01-01T08:00:00.000Z', revoked_at: null, user_disabled: false,
     });
     expect(store.tokens.findByHash('hash-b')).toMatchObject({ token_id: 'tok_b', role: null, kind: 'service', expires_at: null });
     expect(store.tokens.findByHash('tok_a')).toBeUndefined(); // the id is no credential
@@ -49,7 +53,7 @@ describe('token repository', () => {
     expect(isUniqueViolation(failure(() => store.tokens.insert(token('tok_a'), 'hash-other')))).toBe(true);
     expect(isUniqueViolation(failure(() => store.tokens.insert(token('tok_other'), 'hash-a')))).toBe(true);
     expect(String(failure(() => store.tokens.insert(token('tok_x', { username: 'ghost' }), 'hash-x')))).toMatch(/FOREIGN KEY/);
-    expect(store.tokens.exists('tok_other')).toBe(false);
+    expect(store.tokens.get('tok_other')).toBeUndefined();
   });
 
   it('revokes a token once; a revoked token is still found, with when it was revoked', () => {
@@ -58,12 +62,82 @@ describe('token repository', () => {
     expect(store.tokens.revoke('tok_a', '2026-01-01T02:00:00.000Z')).toBe(false); // already revoked: the first time stands
     expect(store.tokens.revoke('tok_unknown', '2026-01-01T02:00:00.000Z')).toBe(false);
     expect(store.tokens.findByHash('hash-a')?.revoked_at).toBe('2026-01-01T01:00:00.000Z');
-    expect(store.tokens.exists('tok_a')).toBe(true);
+    expect(store.tokens.get('tok_a')?.revoked_at).toBe('2026-01-01T01:00:00.000Z');
   });
 
-  it('says whether a token id exists', () => {
+  it('reads a token by id, without its hash', () => {
+    store.tokens.insert(token('tok_a', { scopes: ['fleet:read'], tenants: ['acme'] }), 'hash-a');
+    expect(store.tokens.get('tok_a')).toEqual({
+      token_id: 'tok_a', username: 'ann', scopes: ['fleet:read'], tenants: ['acme'], created_at: created, expires_at: null, revoked_at: null,
+    });
+    expect(store.tokens.get('tok_b')).toBeUndefined();
+    expect(store.tokens.get('hash-a')).toBeUndefined();
+  });
+
+  it('says when the user of a token is disabled or deleted', () => {
     store.tokens.insert(token('tok_a'), 'hash-a');
-    expect(store.tokens.exists('tok_a')).toBe(true);
-    expect(store.tokens.exists('tok_b')).toBe(false);
+    store.users.update('ann', { disabled: true });
+    expect(store.tokens.findByHash('hash-a')).toMatchObject({ token_id: 'tok_a', user_disabled: true });
+    store.users.update('ann', { disabled: false });
+    expect(store.tokens.findByHash('hash-a')).toMatchObject({ user_disabled: false });
+    store.users.markDeleted('ann', created);
+    expect(store.tokens.findByHash('hash-a')).toMatchObject({ user_disabled: true });
+  });
+
+  describe('listing', () => {
+    const now = '2026-01-01T12:00:00.000Z';
+    const at = (h: number) => `2026-01-01T${String(h).padStart(2, '0')}:00:00.000Z`;
+    beforeEach(() => {
+      store.tokens.insert(token('tok_active', { created_at: at(1), expires_at: at(13) }), 'h1');
+      store.tokens.insert(token('tok_forever', { created_at: at(2) }), 'h2');
+      store.tokens.insert(token('tok_expired', { created_at: at(3), expires_at: at(11) }), 'h3');
+      store.tokens.insert(token('tok_revoked', { created_at: at(4), expires_at: at(13) }), 'h4');
+      store.tokens.insert(token('tok_both', { created_at: at(5), expires_at: at(6) }), 'h5');
+      store.tokens.insert(token('tok_bot', { username: 'bot', created_at: at(6) }), 'h6');
+      store.tokens.insert(token('tok_now', { created_at: at(7), expires_at: now }), 'h7'); // expires this very moment
+      store.tokens.revoke('tok_revoked', at(8));
+      store.tokens.revoke('tok_both', at(9));
+    });
+    const ids = (q: Partial<Parameters<Store['tokens']['list']>[0]>) =>
+      store.tokens.list({ status: 'all', now, limit: 100, offset: 0, ...q }).items.map((t) => t.token_id);
+
+    it('filters by status at the time given; a revoked token that also expired is revoked', () => {
+      expect(ids({ username: 'ann', status: 'active' })).toEqual(['tok_forever', 'tok_active']);
+      expect(ids({ username: 'ann', status: 'revoked' })).toEqual(['tok_both', 'tok_revoked']);
+      expect(ids({ username: 'ann', status: 'expired' })).toEqual(['tok_now', 'tok_expired']);
+      expect(ids({ username: 'ann', status: 'all' })).toEqual(['tok_now', 'tok_both', 'tok_revoked', 'tok_expired', 'tok_forever', 'tok_active']);
+      expect(ids({ username: 'ann', status: 'active', now: at(0) })).toEqual(['tok_now', 'tok_expired', 'tok_forever', 'tok_active']);
+    });
+
+    it("lists one user's tokens or everyone's, newest first, a page at a time with the total", () => {
+      expect(ids({ username: 'bot' })).toEqual(['tok_bot']);
+      expect(ids({ username: 'nobody' })).toEqual([]);
+      expect(ids({ status: 'active' })).toEqual(['tok_bot', 'tok_forever', 'tok_active']);
+      const page = store.tokens.list({ username: 'ann', status: 'all', now, limit: 2, offset: 2 });
+      expect(page.items.map((t) => t.token_id)).toEqual(['tok_revoked', 'tok_expired']);
+      expect(page.total).toBe(6);
+      expect(store.tokens.list({ status: 'all', now, limit: 2, offset: 100 })).toEqual({ items: [], total: 7 });
+    });
+
+    it('shows the record and never the hash', () => {
+      const [bot] = store.tokens.list({ username: 'bot', status: 'all', now, limit: 1, offset: 0 }).items;
+      expect(bot).toEqual({
+        token_id: 'tok_bot', username: 'bot', scopes: ['*'], tenants: [], created_at: at(6), expires_at: null, revoked_at: null,
+      });
+      expect(JSON.stringify(store.tokens.list({ status: 'all', now, limit: 100, offset: 0 }))).not.toMatch(/\bh[1-7]\b|hash/);
+    });
+  });
+
+  it("revokes every unrevoked token of a user but the one kept, and says which", () => {
+    for (const id of ['tok_a', 'tok_b', 'tok_c', 'tok_old']) store.tokens.insert(token(id), `hash-${id}`);
+    store.tokens.insert(token('tok_bot', { username: 'bot' }), 'hash-bot');
+    store.tokens.revoke('tok_old', '2026-01-01T01:00:00.000Z');
+    expect(store.tokens.unrevokedIdsOf('ann')).toEqual(['tok_a', 'tok_b', 'tok_c']);
+    expect(store.tokens.revokeAllOf('ann', '2026-01-01T02:00:00.000Z', 'tok_b').sort()).toEqual(['tok_a', 'tok_c']);
+    expect(store.tokens.unrevokedIdsOf('ann')).toEqual(['tok_b']);
+    expect(store.tokens.get('tok_old')?.revoked_at).toBe('2026-01-01T01:00:00.000Z'); // the first revocation stands
+    expect(store.tokens.revokeAllOf('ann', '2026-01-01T03:00:00.000Z')).toEqual(['tok_b']);
+    expect(store.tokens.revokeAllOf('ann', '2026-01-01T04:00:00.000Z')).toEqual([]);
+    expect(store.tokens.unrevokedIdsOf('bot')).toEqual(['tok_bot']); // other users untouched
   });
 });

@@ -1,0 +1,155 @@
+/**
+ * @module Account administration (docs/http-api.md, users and tokens): changing, disabling and
+ * deleting users, changing passwords, listing and revoking tokens. Whatever stops a token from
+ * working takes effect at once, through the effects the composition wires in (the token cache,
+ * the sessions the tokens opened, the streams they joined).
+ */
+import { hasScope, requireAccess } from '../access';
+import { badRequest, conflict, forbidden, notFound } from '../errors';
+import { hasRole } from '../roles';
+import type { Store } from '../store/index';
+import type { Principal, TokenRecord, TokenStatus } from '../store/tokens';
+import { isLastAdministratorViolation, type User, type UserChange } from '../store/users';
+import { hashPassword, verifyPassword } from './passwords';
+
+/** Why tokens stopped working: the audit reason of the sessions they opened. */
+export type CutOffReason = 'token_revoked' | 'user_disabled' | 'user_deleted';
+
+export interface AccountEffects {
+  /** The user's role or state changed: principals remembered for its tokens are stale. */
+  userChanged(username: string): void;
+  /** These tokens admit no one from now on: close the sessions they opened and the streams they joined. */
+  cutOff(tokenIds: readonly string[], reason: CutOffReason): void;
+}
+
+export interface PasswordChange {
+  password: string;
+  current_password?: string | undefined;
+  revoke_tokens?: boolean | undefined;
+}
+
+export interface TokenListing {
+  /** Every user's tokens (administrators). */
+  all?: boolean | undefined;
+  /** One user's tokens; another user's needs an administrator. */
+  username?: string | undefined;
+  status: TokenStatus;
+  limit: number;
+  offset: number;
+}
+
+const isAdministrator = (p: Principal) => hasRole(p.role, 'administrator');
+
+export function createAccounts(store: Store, now: () => number, effects: AccountEffects) {
+  const iso = () => new Date(now()).toISOString();
+
+  /** The user, or 404. */
+  function existing(username: string) {
+    const user = store.users.get(username);
+    if (!user) throw notFound(`no user ${username}`);
+    return user;
+  }
+
+  /** Runs a change that may take away the last enabled administrator; that is 409. */
+  function keepingAnAdministrator<T>(username: string, change: () => T): T {
+    try {
+      return change();
+    } catch (err) {
+      if (!isLastAdministratorViolation(err)) throw err;
+      throw conflict(`${username} is the last enabled administrator; make another user administrator first`);
+    }
+  }
+
+  const deleteInTx = store.db.transaction((username: string, at: string): string[] => {
+    store.users.markDeleted(username, at);
+    return store.tokens.revokeAllOf(username, at);
+  });
+
+  const setPasswordInTx = store.db.transaction((username: string, hash: string, revoke: boolean, keep: string): string[] => {
+    store.users.setPasswordHash(username, hash);
+    return revoke ? store.tokens.revokeAllOf(username, iso(), keep) : [];
+  });
+
+  return {
+    /**
+     * Changes a user's role or disabled flag. Disabling cuts its tokens off (they are refused
+     * while it lasts, not revoked: enabling again restores them).
+     */
+    updateUser(caller: Principal, username: string, change: UserChange): User {
+      requireAccess(caller, 'identity:write', 'administrator', 'changing users');
+      existing(username);
+      if (change.disabled === true && username === caller.username) {
+        throw conflict('you cannot disable your own account; another administrator can');
+      }
+      const user = keepingAnAdministrator(username, () => store.users.update(username, change));
+      if (!user) throw notFound(`no user ${username}`);
+      effects.userChanged(username);
+      if (change.disabled === true) effects.cutOff(store.tokens.unrevokedIdsOf(username), 'user_disabled');
+      return user;
+    },
+
+    /** Revokes every token of a user and deletes it; its name stays taken. */
+    deleteUser(caller: Principal, username: string): { username: string; deleted: true } {
+      requireAccess(caller, 'identity:write', 'administrator', 'deleting users');
+      existing(username);
+      if (username === caller.username) throw conflict('you cannot delete your own account; another administrator can');
+      const revoked = keepingAnAdministrator(username, () => deleteInTx(username, iso()));
+      effects.userChanged(username);
+      effects.cutOff(revoked, 'user_deleted');
+      return { username, deleted: true };
+    },
+
+    /**
+     * Sets a user's password: one's own with the current password, anyone's as an administrator
+     * with `identity:write` (a current password given is checked all the same). A wrong current
+     * password calls `wrongPassword` first, so the caller can count it like a failed login.
+     */
+    async changePassword(caller: Principal, username: string, change: PasswordChange, wrongPassword: () => void) {
+      const resets = isAdministrator(caller) && hasScope(caller, 'identity:write');
+      if (!resets && username !== caller.username) {
+        requireAccess(caller, 'identity:write', 'administrator', "changing another user's password");
+      }
+      const user = existing(username);
+      if (change.current_password === undefined && !resets) {
+        throw badRequest('changing your own password needs your current password', [
+          { path: 'current_password', message: 'required to change your own password' },
+        ]);
+      }
+      if (change.current_password !== undefined && !(await verifyPassword(change.current_password, user.password_hash))) {
+        wrongPassword();
+        throw forbidden(`current_password is not the password of ${username}`);
+      }
+      const hash = await hashPassword(change.password);
+      const revoked = setPasswordInTx(username, hash, change.revoke_tokens === true, caller.token_id);
+      effects.cutOff(revoked, 'token_revoked');
+      return { username, tokens_revoked: revoked.length };
+    },
+
+    /** A page of tokens, newest first: one's own, or (administrators) another user's or everyone's. */
+    listTokens(caller: Principal, q: TokenListing): { items: Array<TokenRecord & { current: boolean }>; total: number } {
+      if (q.all === true || (q.username !== undefined && q.username !== caller.username)) {
+        requireAccess(caller, 'identity:read', 'administrator', "listing other users' tokens");
+      }
+      const username = q.all === true ? undefined : (q.username ?? caller.username);
+      const { items, total } = store.tokens.list({ username, status: q.status, now: iso(), limit: q.limit, offset: q.offset });
+      return { items: items.map((t) => ({ ...t, current: t.token_id === caller.token_id })), total };
+    },
+
+    /**
+     * Revokes a token of the caller's own user, or (administrators with `identity:write`) any
+     * token. Another user's token is 404 to everyone else, exactly like an unknown one.
+     * Revoking twice is not an error.
+     */
+    revokeToken(caller: Principal, tokenId: string): void {
+      const token = store.tokens.get(tokenId);
+      if (token?.username !== caller.username) {
+        if (!isAdministrator(caller)) throw notFound(`no token ${tokenId}`);
+        requireAccess(caller, 'identity:write', 'administrator', "revoking another user's tokens");
+        if (!token) throw notFound(`no token ${tokenId}`);
+      }
+      store.tokens.revoke(tokenId, iso());
+      effects.cutOff([tokenId], 'token_revoked');
+    },
+  };
+}
+export type Accounts = ReturnType<typeof createAccounts>;

@@ -21,14 +21,18 @@ const errorBodySchema = z.object({
   details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
 });
 
-/** A response the caller may want to handle itself (409, 422 ...); `code` is the API's `error`. */
+/**
+ * A response the caller may want to handle itself (401, 409, 422 ...); `code` is the API's
+ * `error`, `body.message` the server's words, `message` those words with the client's advice.
+ */
 export class ApiFailure extends CliError {
   constructor(
     readonly status: number,
     readonly body: ApiErrorBody,
     readonly requestId: string | null,
+    message = body.message,
   ) {
-    super(body.message, body.error);
+    super(message, body.error);
   }
 }
 
@@ -44,6 +48,8 @@ export interface ApiClientOptions {
   /** Where notices go (stderr). */
   notice?: (line: string) => void;
   maxRateLimitRetries?: number;
+  /** Give up on a request that has no answer after this long (it fails as `unreachable`). */
+  timeoutMs?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -68,6 +74,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
+        ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
       });
     } catch (err) {
       const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
@@ -95,7 +102,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         continue;
       }
       if (res.status === 401) {
-        throw new CliError(`${errorBody.message}. Log in again with \`tether login\`, or check TETHER_TOKEN.`, errorBody.error);
+        throw new ApiFailure(res.status, errorBody, requestId, `${errorBody.message}. Log in again with \`tether login\`, or check TETHER_TOKEN.`);
       }
       if (res.status >= 500) {
         throw new CliError(

@@ -3,18 +3,23 @@
  * `$XDG_CONFIG_HOME/tether/config.json` (default `~/.config`), written with mode 0600
  * (docs/settings.md, command-line client).
  */
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { CliError } from './errors';
 
-const fileSchema = z.object({
-  server: z.string().optional(),
-  token: z.string().optional(),
-  username: z.string().optional(),
-  expires_at: z.string().nullable().optional(),
-});
+// Fields this client does not know are kept: a file shared with other tools or versions survives.
+const fileSchema = z
+  .object({
+    server: z.string().optional(),
+    token: z.string().optional(),
+    /** The stored token's id, to revoke it (`tether logout`). */
+    token_id: z.string().optional(),
+    username: z.string().optional(),
+    expires_at: z.string().nullable().optional(),
+  })
+  .passthrough();
 export type StoredConfig = z.infer<typeof fileSchema>;
 
 export interface Credentials {
@@ -42,15 +47,28 @@ export function readConfig(env: NodeJS.ProcessEnv): StoredConfig {
   }
 }
 
-/** Writes the config atomically, readable by its owner only. */
-export function writeConfig(env: NodeJS.ProcessEnv, config: StoredConfig): string {
+/** Writes the config atomically, readable by its owner only unless `mode` says otherwise. */
+export function writeConfig(env: NodeJS.ProcessEnv, config: StoredConfig, mode = 0o600): string {
   const path = configPath(env);
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temp = `${path}.${process.pid}.tmp`;
-  writeFileSync(temp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(temp, 0o600);
+  writeFileSync(temp, `${JSON.stringify(config, null, 2)}\n`, { mode });
+  chmodSync(temp, mode);
   renameSync(temp, path);
   return path;
+}
+
+/** Removes the stored token (and its id and expiry), keeping every other field and the file's mode. */
+export function forgetToken(env: NodeJS.ProcessEnv): string {
+  const { token: _token, token_id: _id, expires_at: _expires, ...rest } = readConfig(env);
+  return writeConfig(env, rest, statSync(configPath(env)).mode & 0o777);
+}
+
+/** The `tether login` command line to suggest: the flags the stored config cannot fill in. */
+export function loginHint(env: NodeJS.ProcessEnv, stored: StoredConfig): string {
+  const server = env.TETHER_SERVER || stored.server ? '' : ' --server URL';
+  const user = stored.username ? '' : ' --username NAME';
+  return `tether login${server}${user}`;
 }
 
 /** The server and token to use; explains what to do when either is missing. */
@@ -58,7 +76,7 @@ export function credentials(env: NodeJS.ProcessEnv): Credentials {
   const stored = readConfig(env);
   const server = env.TETHER_SERVER || stored.server;
   const token = env.TETHER_TOKEN || stored.token;
-  if (!server) throw new CliError('no server known: run `tether login --server URL --username NAME` or set TETHER_SERVER', 'not_logged_in');
-  if (!token) throw new CliError('not logged in: run `tether login --server URL --username NAME` or set TETHER_TOKEN', 'not_logged_in');
+  if (!server) throw new CliError(`no server known: run \`${loginHint(env, stored)}\` or set TETHER_SERVER`, 'not_logged_in');
+  if (!token) throw new CliError(`not logged in: run \`${loginHint(env, stored)}\` or set TETHER_TOKEN`, 'not_logged_in');
   return { server: server.replace(/\/+$/, ''), token };
 }

@@ -28,6 +28,8 @@ export type LocalErrorCode =
   | 'timeout'
   /** The user cancelled. */
   | 'cancelled'
+  /** A new password typed twice was not the same twice. */
+  | 'not_confirmed'
   /** A local file or directory is missing or of the wrong kind. */
   | 'local_file';
 

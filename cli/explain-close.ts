@@ -52,6 +52,14 @@ function explainCode(code: number, reason: string): string {
   }
 }
 
+/**
+ * Whether the stream closed because the server is shutting down: the server closed every open
+ * session as it stopped, so there is nothing left for the client to close (and no server to ask).
+ */
+export function serverShutDown(code: number, reason: string): boolean {
+  return code === STREAM_CLOSE.serverShutdown && endReasonOf(code, reason) !== 'agent_stopping';
+}
+
 /** What a stream's close code and reason mean to a person. */
 export function explainClose(code: number, reason: string): string {
   const end = endReasonOf(code, reason);

@@ -4,13 +4,14 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Context } from './context';
+import { DIAG_OPS } from './diag-ops';
+import { registerAccountCommands } from './register-accounts';
 
 // Each command's module (ws, tar, progress bars) loads only when that command runs.
 const commands = {
   cp: () => import('./commands/cp'),
   device: () => import('./commands/device'),
   diag: () => import('./commands/diag'),
-  login: () => import('./commands/login'),
   session: () => import('./commands/session'),
   shell: () => import('./commands/shell'),
 };
@@ -25,23 +26,23 @@ function integer(name: string, min: number, max: number) {
   };
 }
 
+const CP_HELP = `
+Device paths are relative to the agent's files root (its --files-root, TETHER_FILES_ROOT;
+default: the agent's working directory). \`/\` means the files root itself, so
+laptop:/srv/app is ROOT/srv/app; nothing outside the files root can be reached.
+
+Examples:
+  tether cp ./build laptop:/              upload into the files root: ROOT/build
+  tether cp app.conf laptop:etc/app.conf  upload to ROOT/etc/app.conf
+  tether cp laptop:/logs/today.log .      download ROOT/logs/today.log to here
+`;
+
 const replaceOption = () => new Option('--replace', 'close an open session of the same protocol on the device first');
 const waitOption = () => new Option('--wait-online', 'wait for the device\'s agent to come online');
 
 /** Adds the client commands; `setExit` receives each command's exit code. */
 export function registerClientCommands(program: Command, ctx: () => Context, setExit: (code: number) => void): void {
-  program
-    .command('login')
-    .description('get a user token (8 hours) and store it in $XDG_CONFIG_HOME/tether/config.json')
-    .option('--server <url>', 'the tether server, e.g. http://127.0.0.1:8080')
-    .option('--username <name>', 'your username')
-    .option('--password-stdin', 'read the password from standard input (its trailing newline is dropped)')
-    .action(async (o) => (await commands.login()).login(ctx(), o));
-
-  program
-    .command('token')
-    .description('print the token in use (TETHER_TOKEN, else the stored one)')
-    .action(async () => (await commands.login()).token(ctx()));
+  registerAccountCommands(program, ctx);
 
   const session = program.command('session').description('open, list and close remote-access sessions');
   session
@@ -77,7 +78,7 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
 
   program
     .command('diag <device> [op]')
-    .description('a summary of the device, or one diagnostics op (system.info, system.metrics, disk.usage, network.interfaces, process.list, log.tail)')
+    .description(`a summary of the device, or one diagnostics op (${Object.keys(DIAG_OPS).join(', ')})`)
     .option('--json', 'print the results as JSON')
     .option('--path <path>', 'log.tail: the log file (absolute, inside the device\'s log dirs)')
     .option('--lines <n>', 'log.tail: how many lines', integer('--lines', 1, 10_000))
@@ -92,6 +93,7 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .option('--no-progress', 'no progress bar, even on a terminal')
     .addOption(replaceOption())
     .addOption(waitOption())
+    .addHelpText('after', CP_HELP)
     .action(async (src, dst, o) => (await commands.cp()).cp(ctx(), src, dst, { ...o, progress: o.progress === false ? false : undefined }));
 
   const device = program.command('device').description('manage devices');

@@ -31,14 +31,20 @@ export function parseRemote(arg: string): RemoteSpec | undefined {
   return { device: m[1]!, path: m[2] === '' ? '/' : m[2]! };
 }
 
-async function remoteStat(stream: ClientStream, path: string): Promise<FileEntry | undefined> {
+/**
+ * The entry at `path` on the device, or the device's `not_found` error: its message says where
+ * the agent's files root is, which is what a reader needs when a path is not there.
+ */
+async function remoteStat(stream: ClientStream, path: string): Promise<FileEntry | CliError> {
   try {
     return await stream.request('stat', { path }, fileEntry);
   } catch (err) {
-    if (err instanceof CliError && err.code === 'not_found') return undefined;
+    if (err instanceof CliError && err.code === 'not_found') return err;
     throw err;
   }
 }
+
+const found = (stat: FileEntry | CliError): FileEntry | undefined => (stat instanceof CliError ? undefined : stat);
 
 async function localStat(path: string) {
   try {
@@ -76,7 +82,7 @@ async function toDevice(ctx: Context, stream: ClientStream, local: string, to: R
   const src = await localStat(local);
   if (!src) throw new CliError(`no such file or directory: ${local}`, 'local_file');
   if (!src.isFile() && !src.isDirectory()) throw new CliError(`${local} is neither a file nor a directory`, 'local_file');
-  const target = await remoteStat(stream, to.path);
+  const target = found(await remoteStat(stream, to.path));
   let remoteDir: string;
   let topName: string;
   if (target?.type === 'dir') {
@@ -87,7 +93,8 @@ async function toDevice(ctx: Context, stream: ClientStream, local: string, to: R
     remoteDir = posix.dirname(to.path);
     topName = posix.basename(to.path);
     const parent = await remoteStat(stream, remoteDir);
-    if (parent?.type !== 'dir') throw new CliError(`no such directory on ${to.device}: ${remoteDir}`, 'not_a_directory');
+    if (parent instanceof CliError) throw parent;
+    if (parent.type !== 'dir') throw new CliError(`not a directory on ${to.device}: ${remoteDir}`, 'not_a_directory');
   }
   const total = await measure(local);
   const progress = createProgress(`→ ${to.device}`, total.bytes, flags.progress);
@@ -102,7 +109,7 @@ async function toDevice(ctx: Context, stream: ClientStream, local: string, to: R
 
 async function fromDevice(stream: ClientStream, from: RemoteSpec, local: string, flags: CpFlags) {
   const source = await remoteStat(stream, from.path);
-  if (!source) throw new CliError(`no such file or directory on ${from.device}: ${from.path}`, 'not_found');
+  if (source instanceof CliError) throw source;
   const target = await localStat(local);
   let localDir: string;
   let topName: string;

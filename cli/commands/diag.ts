@@ -3,6 +3,7 @@
  * interfaces, top processes), or one diagnostics operation; `--json` prints the results as data.
  */
 import type { Context } from '../context';
+import { checkDiagArgs, SUMMARY_OPS } from '../diag-ops';
 import { formatBytes, formatDuration, printJson, table } from '../output';
 import { withSessionStream } from '../sessions';
 
@@ -14,9 +15,6 @@ export interface DiagFlags {
   replace?: boolean;
   waitOnline?: boolean;
 }
-
-const SUMMARY_OPS = ['system.info', 'system.metrics', 'disk.usage', 'network.interfaces', 'process.list'] as const;
-const DESCRIBED = new Set<string>([...SUMMARY_OPS, 'log.tail']);
 
 function paramsFor(op: string, flags: DiagFlags): Record<string, unknown> {
   if (op === 'log.tail') return { ...(flags.path ? { path: flags.path } : {}), ...(flags.lines ? { lines: flags.lines } : {}) };
@@ -90,14 +88,15 @@ export function describe(results: Record<string, any>): string {
   return parts.join('');
 }
 
+/** Checks the op and its options first (a usage mistake opens no session), then asks the device. */
 export async function diag(ctx: Context, device: string, op: string | undefined, flags: DiagFlags): Promise<void> {
+  checkDiagArgs(op, { path: flags.path, lines: flags.lines, limit: flags.limit });
   const open = { device, protocol: 'diagnostics' as const, ttl: 60, replace: flags.replace, waitOnline: flags.waitOnline, notice: ctx.notice };
   await withSessionStream(ctx.api(), open, async (stream) => {
     const ops = op ? [op] : SUMMARY_OPS;
     const results: Record<string, unknown> = {};
     for (const o of ops) results[o] = await stream.request(o, paramsFor(o, flags));
     if (flags.json) printJson(ctx.out, op ? results[op] : results);
-    else if (op && !DESCRIBED.has(op)) printJson(ctx.out, results[op]); // an op this client has no layout for
     else ctx.out.stdout(describe(results));
   });
 }

@@ -1,45 +1,17 @@
-/** @module `tether login` and `tether token`: getting a user token and showing it. */
-import { createApiClient } from '../api-client';
-import { readConfig, writeConfig, credentials } from '../config';
+/** @module `tether login` and `tether token`: getting a user token, storing it and showing it (docs/cli.md). */
+import { ApiFailure, createApiClient } from '../api-client';
+import { configPath, loginHint, readConfig, writeConfig } from '../config';
 import type { Context } from '../context';
 import { CliError, usageError } from '../errors';
+import { readPasswords } from '../prompt';
 
-/** Reads all of stdin; the trailing newline is not part of the password. */
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+interface IssuedToken {
+  token: string;
+  token_id: string;
+  expires_at: string;
 }
 
-/** Asks on the terminal without echoing what is typed. */
-function askHidden(question: string): Promise<string> {
-  const stdin = process.stdin;
-  return new Promise((resolve, reject) => {
-    process.stderr.write(question);
-    let value = '';
-    const wasRaw = stdin.isRaw;
-    stdin.setRawMode(true);
-    stdin.resume();
-    const finish = (err?: Error) => {
-      stdin.off('data', onData);
-      stdin.setRawMode(wasRaw);
-      stdin.pause();
-      process.stderr.write('\n');
-      if (err) reject(err);
-      else resolve(value);
-    };
-    const onData = (data: Buffer) => {
-      for (const ch of data.toString('utf8')) {
-        if (ch === '\r' || ch === '\n') return finish();
-        if (ch === '\u0003') return finish(new CliError('cancelled', 'cancelled'));
-        if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1);
-        else if (ch >= ' ') value += ch;
-      }
-    };
-    stdin.on('data', onData);
-  });
-}
-
+/** Exchanges a password for a token and stores it, keeping the config file's other fields. */
 export async function login(ctx: Context, opts: { server?: string; username?: string; passwordStdin?: boolean }): Promise<void> {
   const stored = readConfig(ctx.env);
   const server = (opts.server ?? ctx.env.TETHER_SERVER ?? stored.server)?.replace(/\/+$/, '');
@@ -47,26 +19,31 @@ export async function login(ctx: Context, opts: { server?: string; username?: st
   if (!/^https?:\/\//.test(server)) throw usageError(`--server must be an http:// or https:// URL, not ${server}`);
   const username = opts.username ?? stored.username;
   if (!username) throw usageError('which user? use --username NAME');
-  let password: string;
-  if (opts.passwordStdin) password = await readStdin();
-  else if (process.stdin.isTTY) password = await askHidden(`Password for ${username} at ${server}: `);
-  else throw usageError('no terminal to ask for the password on; pipe it in with --password-stdin');
-  if (!password) throw usageError('the password is empty');
+  const [password] = await readPasswords(opts.passwordStdin, [{ what: 'password', ask: `Password for ${username} at ${server}: ` }]);
 
   const api = createApiClient({ server, notice: ctx.notice });
-  const issued = await api.request<{ token: string; token_id: string; expires_at: string }>('POST', '/v1/auth/token', {
-    username,
-    password,
-  });
-  const path = writeConfig(ctx.env, { server, token: issued.token, username, expires_at: issued.expires_at });
+  let issued: IssuedToken;
+  try {
+    issued = await api.request<IssuedToken>('POST', '/v1/auth/token', { username, password });
+  } catch (err) {
+    // The server says what failed (a wrong user or password, a disabled account); the advice to
+    // log in again that goes with a rejected token is no help to someone logging in.
+    if (err instanceof ApiFailure && err.status === 401) throw new CliError(`login failed: ${err.body.message} (${username} at ${server})`, err.code);
+    throw err;
+  }
+  const path = writeConfig(ctx.env, { ...stored, server, token: issued.token, token_id: issued.token_id, username, expires_at: issued.expires_at });
   ctx.notice(`logged in to ${server} as ${username}; the token is valid until ${issued.expires_at} (saved in ${path})`);
 }
 
+/** Prints TETHER_TOKEN, else the stored token; says how to log in when there is none. */
 export function token(ctx: Context): void {
-  const { token } = credentials(ctx.env);
+  if (ctx.env.TETHER_TOKEN) return ctx.out.stdout(`${ctx.env.TETHER_TOKEN}\n`);
   const stored = readConfig(ctx.env);
-  if (!ctx.env.TETHER_TOKEN && stored.expires_at && Date.parse(stored.expires_at) <= Date.now()) {
-    throw new CliError(`the stored token expired at ${stored.expires_at}; run tether login again`, 'bad_config');
+  if (!stored.token) {
+    throw new CliError(`no token: TETHER_TOKEN is not set and none is stored in ${configPath(ctx.env)}; log in with \`${loginHint(ctx.env, stored)}\``, 'not_logged_in');
   }
-  ctx.out.stdout(`${token}\n`);
+  if (stored.expires_at && Date.parse(stored.expires_at) <= Date.now()) {
+    throw new CliError(`the stored token expired at ${stored.expires_at}; log in again with \`${loginHint(ctx.env, stored)}\``, 'bad_config');
+  }
+  ctx.out.stdout(`${stored.token}\n`);
 }

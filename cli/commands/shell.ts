@@ -6,7 +6,7 @@
  */
 import type { Context } from '../context';
 import { closeSession, openSession } from '../sessions';
-import { explainClose } from '../explain-close';
+import { explainClose, serverShutDown } from '../explain-close';
 import { openStream } from '../stream';
 
 const INPUT_HIGH_WATER = 1024 * 1024;
@@ -30,6 +30,7 @@ export async function shell(ctx: Context, device: string, flags: ShellFlags): Pr
     stdin.pause();
   };
   process.once('exit', restore); // whatever happens, the terminal comes back
+  let serverGone = false;
 
   try {
     const stream = await openStream(session.websocket_url!);
@@ -70,6 +71,7 @@ export async function shell(ctx: Context, device: string, flags: ShellFlags): Pr
     for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, onSignal);
     try {
       const { code, reason } = await stream.closed;
+      serverGone = serverShutDown(code, reason);
       restore();
       stdout.off('resize', sendResize);
       if (exitCode !== undefined) return exitCode;
@@ -82,6 +84,6 @@ export async function shell(ctx: Context, device: string, flags: ShellFlags): Pr
   } finally {
     restore();
     process.off('exit', restore);
-    await closeSession(api, session.session_id).catch((err: Error) => ctx.notice(`tether: could not close the session: ${err.message}`));
+    if (!serverGone) await closeSession(api, session.session_id).catch((err: Error) => ctx.notice(`tether: could not close the session: ${err.message}`));
   }
 }

@@ -62,7 +62,8 @@ describe('login and token', () => {
 
     const wrong = await tether(['login', '--server', stack.url, '--username', 'cli-user', '--password-stdin'], {}, 'nope\n');
     expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toContain('unknown user or wrong password');
+    expect(wrong.stderr).toBe(`tether: login failed: unknown user or wrong password (cli-user at ${stack.url})`);
+    expect(wrong.stderr).not.toContain('Log in again'); // advice for a stale token, not for a typo
   });
 });
 
@@ -194,7 +195,8 @@ describe('cp', () => {
 
   it('reports what goes wrong and still closes its session', async () => {
     const missing = await tether(['cp', 'cli-1:/does/not/exist', tempDir()]);
-    expect(missing).toMatchObject({ code: 1, stderr: expect.stringContaining('no such file or directory on cli-1') });
+    // the device's own words, which say where its files root is
+    expect(missing).toMatchObject({ code: 1, stderr: expect.stringContaining(`/does/not/exist under the files root ${root} of cli-1`) });
     const outside = await tether(['cp', 'cli-1:../../etc/passwd', tempDir()]);
     expect(outside).toMatchObject({ code: 1, stderr: expect.stringContaining('path_outside_root') });
     // a FIFO (like /dev/null) is never replaced by the renamed download
@@ -218,7 +220,7 @@ describe('diag', () => {
     const json = await tether(['diag', 'cli-1', 'system.info', '--json']);
     expect(JSON.parse(json.stdout)).toMatchObject({ agent_version: '0.1.0', hostname: expect.any(String) });
     const bad = await tether(['diag', 'cli-1', 'system.reboot']);
-    expect(bad).toMatchObject({ code: 1, stderr: expect.stringContaining('unknown_op') });
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining('unknown diagnostics op system.reboot') });
   });
 
   it('says when a log tail was cut to fit one reply', async () => {
@@ -234,29 +236,40 @@ describe('diag', () => {
   });
 });
 
+/** `tether shell DEVICE` in a real terminal (100x30), once the remote prompt shows. */
+async function shellIn(on: Stack, device: string) {
+  const term = pty.spawn(process.execPath, [TETHER_BIN, 'shell', device], {
+    name: 'xterm-256color',
+    cols: 100,
+    rows: 30,
+    env: { ...process.env, XDG_CONFIG_HOME: configHome, TETHER_SERVER: on.url, TETHER_TOKEN: on.adminToken } as Record<string, string>,
+  });
+  let output = '';
+  term.onData((d) => (output += d));
+  const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
+  try {
+    // Type once the remote shell shows its prompt (a loaded machine may take a while).
+    await waitFor(() => /[$#] $/m.test(output), 'the remote prompt', 20_000);
+  } catch (err) {
+    term.kill();
+    throw err;
+  }
+  return { term, exited, output: () => output };
+}
+
 describe('shell', () => {
   it('runs in a terminal: raw mode, typed commands, and the remote exit code', async () => {
-    const term = pty.spawn(process.execPath, [TETHER_BIN, 'shell', 'cli-1'], {
-      name: 'xterm-256color',
-      cols: 100,
-      rows: 30,
-      env: { ...process.env, XDG_CONFIG_HOME: configHome, TETHER_SERVER: stack.url, TETHER_TOKEN: stack.adminToken } as Record<string, string>,
-    });
-    let output = '';
-    term.onData((d) => (output += d));
-    const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
+    const { term, exited, output } = await shellIn(stack, 'cli-1');
     try {
-      // Type once the remote shell shows its prompt (a loaded machine may take a while).
-      await waitFor(() => /[$#] $/m.test(output), 'the remote prompt', 20_000);
       term.write('stty size; echo hello-$((6*7))\r');
-      await waitFor(() => /hello-42/.test(output) && output, 'the command output', 15_000);
-      expect(output).toMatch(/\b30 100\b/); // the terminal's size reached the remote shell
+      await waitFor(() => /hello-42/.test(output()) && output(), 'the command output', 15_000);
+      expect(output()).toMatch(/\b30 100\b/); // the terminal's size reached the remote shell
       term.resize(120, 40);
       // SIGWINCH reaches the client apart from the typed bytes: a `stty size` typed right after
       // the resize may run before the new size arrives, so ask again until it shows.
       await waitFor(
         () => {
-          if (/\b40 120\b/.test(output)) return true;
+          if (/\b40 120\b/.test(output())) return true;
           term.write('stty size\r');
           return false;
         },
@@ -271,6 +284,41 @@ describe('shell', () => {
     }
     const open = await stack.admin.get('/v1/remote-access/sessions?status=open&device_id=cli-1&protocol=shell');
     expect(open.body.data).toEqual([]); // closed when the shell ended
+  });
+
+  it("says the device's agent stopped when its agent process is stopped, and exits 1", async () => {
+    const { agent } = await stack.onlineDevice('cli-agent-stop');
+    const shell = await shellIn(stack, 'cli-agent-stop');
+    try {
+      agent.kill('SIGTERM');
+      expect(await shell.exited).toBe(1);
+      expect(shell.output()).toContain("tether: the device's agent stopped");
+      expect(shell.output()).not.toContain('shutting down');
+    } finally {
+      shell.term.kill();
+    }
+    const open = await stack.admin.get('/v1/remote-access/sessions?status=open&device_id=cli-agent-stop');
+    expect(open.body.data).toEqual([]); // the client closed its session
+  });
+
+  it('says the server is shutting down when the server stops, and exits 1', async () => {
+    const own = await startStack();
+    try {
+      await own.onlineDevice('cli-server-stop');
+      const shell = await shellIn(own, 'cli-server-stop');
+      try {
+        await own.stopServer();
+        expect(await shell.exited).toBe(1);
+        expect(shell.output()).toContain('tether: the server is shutting down');
+        expect(shell.output()).not.toContain('agent stopped');
+        // the server closed every session as it stopped: nothing to close, nothing to complain of
+        expect(shell.output()).not.toContain('could not close the session');
+      } finally {
+        shell.term.kill();
+      }
+    } finally {
+      await own.stop();
+    }
   });
 });
 

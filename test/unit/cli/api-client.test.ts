@@ -16,6 +16,7 @@ const routes: Record<string, (res: ServerResponse, req: IncomingMessage) => void
     res.writeHead(502, { 'content-type': 'text/html' });
     res.end('<html>bad gateway</html>');
   },
+  '/v1/hang': () => {}, // never answers
   '/v1/bare': (res) => {
     res.writeHead(418);
     res.end();
@@ -61,9 +62,19 @@ describe('api client', () => {
     const unauthorized = await failure('/v1/who');
     expect(unauthorized).toMatchObject({ code: 'unauthorized' });
     expect(unauthorized.message).toContain('Log in again');
+    // the server's own words stay apart from the advice, for a caller with better advice (login)
+    expect(unauthorized).toBeInstanceOf(ApiFailure);
+    expect(unauthorized).toMatchObject({ status: 401, body: { message: 'token expired' } });
     const boom = await failure('/v1/boom');
     expect(boom).toMatchObject({ code: 'internal_error' });
     expect(boom.message).toContain('request id req-1');
+  });
+
+  it('gives up on a request without an answer after timeoutMs, as unreachable', async () => {
+    const impatient = createApiClient({ server: api.server, timeoutMs: 200, notice: () => {} });
+    const started = Date.now();
+    await expect(impatient.request('GET', '/v1/hang')).rejects.toMatchObject({ code: 'unreachable' });
+    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it('names what is wrong with an answer that is not the API\'s, or no answer at all', async () => {

@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, statSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { configPath, credentials, readConfig, writeConfig } from '../../../cli/config';
+import { configPath, credentials, forgetToken, loginHint, readConfig, writeConfig } from '../../../cli/config';
 import { CliError } from '../../../cli/errors';
 
 let dir: string;
@@ -49,6 +49,27 @@ describe('config file', () => {
   });
 });
 
+describe('forgetting the token', () => {
+  it('removes the token, its id and expiry, and keeps every other field and the mode', () => {
+    mkdirSync(join(dir, 'tether'));
+    const path = configPath(env);
+    const before = { server: 'http://s', username: 'ann', token: 'tth_x', token_id: 'tok-1', expires_at: '2030-01-01T00:00:00Z', editor: 'vim' };
+    writeFileSync(path, JSON.stringify(before));
+    chmodSync(path, 0o640);
+    expect(forgetToken(env)).toBe(path);
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ server: 'http://s', username: 'ann', editor: 'vim' });
+    expect(statSync(path).mode & 0o777).toBe(0o640);
+  });
+
+  it('keeps fields this client does not know when the config is written again (login)', () => {
+    writeConfig(env, { ...readConfig(env), server: 'http://s' });
+    writeFileSync(configPath(env), JSON.stringify({ server: 'http://s', theme: { dark: true } }));
+    writeConfig(env, { ...readConfig(env), token: 't' });
+    expect(JSON.parse(readFileSync(configPath(env), 'utf8'))).toEqual({ server: 'http://s', theme: { dark: true }, token: 't' });
+    expect(statSync(configPath(env)).mode & 0o777).toBe(0o600);
+  });
+});
+
 describe('credentials', () => {
   it('take the environment over the stored values, without trailing slashes', () => {
     writeConfig(env, { server: 'http://stored/', token: 'stored' });
@@ -62,6 +83,12 @@ describe('credentials', () => {
     expect(noServer.message).toContain('TETHER_SERVER');
     const noToken = thrown(() => credentials({ ...env, TETHER_SERVER: 'http://s' }));
     expect(noToken).toMatchObject({ code: 'not_logged_in' });
-    expect(noToken.message).toContain('tether login');
+    expect(noToken.message).toContain('tether login --username NAME');
+  });
+
+  it('suggest only the login flags the stored config cannot fill in', () => {
+    expect(loginHint(env, {})).toBe('tether login --server URL --username NAME');
+    expect(loginHint({ TETHER_SERVER: 'http://s' }, {})).toBe('tether login --username NAME');
+    expect(loginHint(env, { server: 'http://s', username: 'ann' })).toBe('tether login');
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { explainClose } from '../../../cli/explain-close';
+import { explainClose, serverShutDown } from '../../../cli/explain-close';
 import { STREAM_CLOSE, STREAM_END, TOKEN_END_TEXT } from '../../../shared/session-stream';
 
 describe('explainClose', () => {
@@ -10,6 +10,13 @@ describe('explainClose', () => {
     expect(explainClose(agent.code, agent.text)).toBe("the device's agent stopped");
     expect(explainClose(server.code, server.text)).toBe('the server is shutting down');
     expect(explainClose(STREAM_CLOSE.serverShutdown, '')).toBe('the server is shutting down');
+  });
+
+  it('knows when the server closed the session as it stopped, and when only the agent stopped', () => {
+    expect(serverShutDown(STREAM_END.server_shutdown.code, STREAM_END.server_shutdown.text)).toBe(true);
+    expect(serverShutDown(STREAM_CLOSE.serverShutdown, '')).toBe(true);
+    expect(serverShutDown(STREAM_END.agent_stopping.code, STREAM_END.agent_stopping.text)).toBe(false);
+    expect(serverShutDown(STREAM_END.closed.code, STREAM_END.closed.text)).toBe(false);
   });
 
   it('has words for every way a session\'s streams end, each its own', () => {

@@ -1,0 +1,39 @@
+/**
+ * @module The diagnostics ops the client knows (docs/session-streams.md, protocols) and the
+ * options each takes, so that a mistake in `tether diag` is a usage error found before any
+ * session is opened (docs/cli.md, exit codes).
+ */
+import { usageError } from './errors';
+
+/** An option of `tether diag` that is a parameter of some ops only. */
+export type DiagOption = 'path' | 'lines' | 'limit';
+
+/** Every op and the options it takes. */
+export const DIAG_OPS: Readonly<Record<string, readonly DiagOption[]>> = {
+  'system.info': [],
+  'system.metrics': [],
+  'disk.usage': [],
+  'network.interfaces': [],
+  'process.list': ['limit'],
+  'log.tail': ['path', 'lines'],
+};
+
+/** The ops of the summary `tether diag DEVICE` prints; `--limit` reaches its process list. */
+export const SUMMARY_OPS = ['system.info', 'system.metrics', 'disk.usage', 'network.interfaces', 'process.list'] as const;
+
+const SUMMARY_OPTIONS: readonly DiagOption[] = ['limit'];
+
+/** Throws a usage error for an unknown op, or an option the op (or the summary) does not take. */
+export function checkDiagArgs(op: string | undefined, given: Partial<Record<DiagOption, unknown>>): void {
+  if (op !== undefined && !Object.hasOwn(DIAG_OPS, op)) {
+    throw usageError(`unknown diagnostics op ${op}; the ops are ${Object.keys(DIAG_OPS).join(', ')}`);
+  }
+  const takes = op === undefined ? SUMMARY_OPTIONS : DIAG_OPS[op]!;
+  const what = op ?? 'the summary';
+  for (const option of Object.keys(given) as DiagOption[]) {
+    if (given[option] === undefined || takes.includes(option)) continue;
+    const owners = Object.keys(DIAG_OPS).filter((o) => DIAG_OPS[o]!.includes(option));
+    throw usageError(`--${option} is not an option of ${what}; it goes with ${owners.join(', ')}`);
+  }
+  if (op === 'log.tail' && given.path === undefined) throw usageError('log.tail needs --path FILE (a log file inside the device\'s log dirs)');
+}

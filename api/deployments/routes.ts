@@ -10,7 +10,9 @@ import type { Deployments } from './deployments';
 import type { Store } from '../store/index';
 import { ok, okList } from '../http/envelope';
 
-const env = z.enum(['dev', 'staging', 'prod'], { error: 'must be dev, staging or prod' });
+const env = z.enum(['dev', 'staging', 'prod'], {
+  error: (issue) => (issue.input === undefined ? 'is required: dev, staging or prod' : 'must be dev, staging or prod'),
+});
 const envOnly = z.strictObject({ env });
 const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 

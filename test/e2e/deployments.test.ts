@@ -204,7 +204,10 @@ describe('apply', () => {
       expect(res.status, q).toBe(400);
       expect(res.body.error).toBe('bad_request');
     }
-    expect((await dev.get('/v1/services')).status).toBe(400);
+    const missing = await dev.get('/v1/services');
+    expect(missing.status).toBe(400);
+    expect(missing.body.details).toEqual([{ path: 'env', message: 'is required: dev, staging or prod' }]);
+    expect((await dev.get('/v1/services?env=qa')).body.details).toEqual([{ path: 'env', message: 'must be dev, staging or prod' }]);
     const big = await apply(dev, 'dev', ssd() + `# ${'x'.repeat(1024 * 1024)}\n`);
     expect(big.status).toBe(413);
   });

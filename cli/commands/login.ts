@@ -21,7 +21,9 @@ export async function login(ctx: Context, opts: { server?: string; username?: st
   if (!username) throw usageError('which user? use --username NAME');
   const [password] = await readPasswords(opts.passwordStdin, [{ what: 'password', ask: `Password for ${username} at ${server}: ` }]);
 
-  const api = createApiClient({ server, notice: ctx.notice });
+  // No waiting out a 429 here: it means too many failed logins, and the same password again
+  // would only count once more against the user.
+  const api = createApiClient({ server, notice: ctx.notice, maxRateLimitRetries: 0 });
   let issued: IssuedToken;
   try {
     issued = await api.request<IssuedToken>('POST', '/v1/auth/token', { username, password });

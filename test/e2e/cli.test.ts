@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../cli/api-client';
+import { client } from '../helpers/http';
 import { startProcess, TETHER_BIN } from '../helpers/processes';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { treeDigest } from '../helpers/tar';
@@ -64,6 +65,15 @@ describe('login and token', () => {
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toBe(`tether: login failed: unknown user or wrong password (cli-user at ${stack.url})`);
     expect(wrong.stderr).not.toContain('Log in again'); // advice for a stale token, not for a typo
+  });
+
+  it('does not retry a login refused for too many failures: the same password would count again', async () => {
+    await stack.admin.post('/v1/users', { username: 'cli-locked', role: 'developer', password: 'a long passphrase' });
+    for (let i = 0; i < 10; i++) await client(stack.url).post('/v1/auth/token', { username: 'cli-locked', password: 'wrong' });
+    const locked = await tether(['login', '--server', stack.url, '--username', 'cli-locked', '--password-stdin'], {}, 'a long passphrase\n');
+    expect(locked.code).toBe(1);
+    expect(locked.stderr).toMatch(/too many failed logins for this user/);
+    expect(locked.stderr).not.toContain('waiting');
   });
 });
 

@@ -1,8 +1,8 @@
 /** The remote-access audit log: events appended, listed newest first by insertion, filtered (owner included, never shown), paged with totals. */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../../../../api/store/audit';
-import { openStore, type Store } from '../../../../api/store/index';
-import { tempDir } from '../../../helpers/stack';
+import { type Store } from '../../../../api/store/index';
+import { storeForEachTest } from '../../../helpers/store';
 
 type NewEvent = Parameters<Store['audit']['append']>[0];
 
@@ -12,11 +12,7 @@ const event = (over: Partial<NewEvent>): NewEvent => ({
 });
 
 describe('audit repository', () => {
-  let store: Store;
-  beforeEach(() => {
-    store = openStore(tempDir());
-  });
-  afterEach(() => store.close());
+  const store = storeForEachTest();
 
   it('reads back what was appended, with an id and without the owner', () => {
     store.audit.append(event({ event: 'session.closed', actor: 'system', reason: 'expired' }));

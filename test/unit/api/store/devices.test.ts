@@ -1,24 +1,12 @@
 /** The device registry: unique ids and agent token hashes, labels round-tripped, presence updates, and the list filtered by status, paged and ordered by id. */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isUniqueViolation, openStore, type Store } from '../../../../api/store/index';
-import { tempDir } from '../../../helpers/stack';
+import { describe, expect, it } from 'vitest';
+import { isUniqueViolation,  type Store } from '../../../../api/store/index';
+import { failure, storeForEachTest } from '../../../helpers/store';
 
 const created = '2026-01-01T00:00:00.000Z';
-const failure = (fn: () => void): unknown => {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a failure');
-};
 
 describe('device repository', () => {
-  let store: Store;
-  beforeEach(() => {
-    store = openStore(tempDir());
-  });
-  afterEach(() => store.close());
+  const store = storeForEachTest();
 
   it('registers a device offline, never seen, with its labels', () => {
     store.devices.insert('dev-1', 'hash-1', { site: 'berlin', 'rack/slot': 'a 3' }, created);

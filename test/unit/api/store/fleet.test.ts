@@ -1,8 +1,8 @@
 /** The fleet repository: everything scoped to one tenant, group names and VINs unique per tenant, and assignment moving a vehicle with both group counts kept right in one transaction. */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { GroupRow } from '../../../../api/store/fleet';
-import { isUniqueViolation, openStore, type Store } from '../../../../api/store/index';
-import { tempDir } from '../../../helpers/stack';
+import { isUniqueViolation } from '../../../../api/store/index';
+import { failure, storeForEachTest } from '../../../helpers/store';
 
 const t = (hhmm: string) => `2026-01-01T${hhmm}:00.000Z`;
 
@@ -13,21 +13,9 @@ const group = (tenant_id: string, group_id: string, over: Partial<GroupRow> = {}
 
 const vehicle = (tenant_id: string, vehicle_id: string, vin: string) => ({ tenant_id, vehicle_id, vin, device_id: null, created_at: t('00:00') });
 
-const failure = (fn: () => void): unknown => {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a failure');
-};
 
 describe('fleet repository', () => {
-  let store: Store;
-  beforeEach(() => {
-    store = openStore(tempDir());
-  });
-  afterEach(() => store.close());
+  const store = storeForEachTest();
 
   describe('groups', () => {
     it('stores a group and finds it only in its tenant', () => {

@@ -1,8 +1,8 @@
 /** The service repository: one record per service and environment read with its current image, stale rollout reports ignored, revisions newest first and deleted with their service, and the deployment audit with its JSON details. */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../../../api/store/index';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type Store } from '../../../../api/store/index';
 import type { Environment, RevisionRow, ServiceRow } from '../../../../api/store/services';
-import { tempDir } from '../../../helpers/stack';
+import { storeForEachTest } from '../../../helpers/store';
 
 const t = (hhmm: string) => `2026-01-01T${hhmm}:00.000Z`;
 
@@ -18,11 +18,7 @@ const revision = (name: string, rev: string, over: Partial<RevisionRow> = {}): R
 });
 
 describe('service repository', () => {
-  let store: Store;
-  beforeEach(() => {
-    store = openStore(tempDir());
-  });
-  afterEach(() => store.close());
+  const store = storeForEachTest();
 
   /** A service and its current revision, written together as the deployment service does. */
   const deploy = (row: ServiceRow, rev: Partial<RevisionRow> = {}) =>

@@ -1,9 +1,9 @@
 /** The session repository: one open session per protocol per device, close once, filters and newest-first paging, the due and next-expiry queries (token expiry included), and byte counter flushes. */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isUniqueViolation, openStore, type Store } from '../../../../api/store/index';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { isUniqueViolation,  type Store } from '../../../../api/store/index';
 import type { SessionRow } from '../../../../api/store/sessions';
 import type { CloseReason } from '../../../../shared/control-channel';
-import { tempDir } from '../../../helpers/stack';
+import { storeForEachTest } from '../../../helpers/store';
 
 type NewSession = Parameters<Store['sessions']['insert']>[0];
 
@@ -16,11 +16,7 @@ const session = (session_id: string, over: Partial<NewSession> = {}): NewSession
 });
 
 describe('session repository', () => {
-  let store: Store;
-  beforeEach(() => {
-    store = openStore(tempDir());
-  });
-  afterEach(() => store.close());
+  const store = storeForEachTest();
 
   it('inserts an open session with no bytes and reads it back', () => {
     store.sessions.insert(session('s1', { token_expires_at: t('00:30') }));

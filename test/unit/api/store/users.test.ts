@@ -3,20 +3,16 @@
  * never listed, names in order; changes, deletion that keeps the name taken, and the database's
  * rule that an enabled administrator is always left.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isUniqueViolation, openStore, type Store } from '../../../../api/store/index';
+import { describe, expect, it } from 'vitest';
+import { isUniqueViolation } from '../../../../api/store/index';
 import { isLastAdministratorViolation } from '../../../../api/store/users';
 import type { Role } from '../../../../api/roles';
-import { tempDir } from '../../../helpers/stack';
+import { storeForEachTest } from '../../../helpers/store';
 
 const at = '2026-01-01T00:00:00.000Z';
 
 describe('user repository', () => {
-  let store: Store;
-  beforeEach(() => {
-    store = openStore(tempDir());
-  });
-  afterEach(() => store.close());
+  const store = storeForEachTest();
 
   it('stores a user with its password hash and reads it back', () => {
     store.users.insert({ username: 'ann', role: 'platform-engineer', kind: 'human', created_at: at }, 'scrypt$abc');

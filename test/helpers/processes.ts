@@ -98,14 +98,34 @@ export async function startServerProcess(dataDir: string, env: Record<string, st
   return { proc, url, port: Number(new URL(url).port) };
 }
 
-/** Runs one of the `dist/` bundles to completion; its exit code and stdout and stderr together. */
+/** Process groups of the bundles run by `runBundle`, killed whole when the test file ends. */
+const groups = new Set<number>();
+afterAll(() => {
+  for (const pgid of groups) killGroup(pgid);
+});
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // the group is gone already
+  }
+}
+
+/**
+ * Runs one of the `dist/` bundles to completion; its exit code and stdout and stderr together.
+ * The bundle (the bench, the soak) starts servers and agents of its own: it runs in a process
+ * group of its own, which is killed whole once it exits or the file ends, so a bundle that
+ * timed out or crashed leaves none of them behind.
+ */
 export async function runBundle(bundle: string, args: string[]): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [resolve(__dirname, '../../dist', bundle), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(child);
+  const child = spawn(process.execPath, [resolve(__dirname, '../../dist', bundle), ...args], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  groups.add(child.pid!);
   let output = '';
   child.stdout.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr.on('data', (c: Buffer) => (output += c.toString()));
   const code = await new Promise<number | null>((r) => child.once('exit', r));
-  live.delete(child);
+  killGroup(child.pid!);
+  groups.delete(child.pid!);
   return { code, output };
 }

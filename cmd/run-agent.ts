@@ -1,4 +1,5 @@
 /** @module Runs the device agent in this process until SIGTERM/SIGINT (docs/settings.md, agent). */
+import { statSync } from 'node:fs';
 import { createAgent } from '../agent/agent';
 import { loadAgentConfig, logSettings, type AgentFlags } from '../agent/config';
 import { createLogger } from '../shared/log';
@@ -10,6 +11,10 @@ export async function runAgent(flags: AgentFlags, env: NodeJS.ProcessEnv): Promi
   guardProcess(log); // a bug in one handler must not cut the device off
   const agent = createAgent(config, { log });
   log.info('agent starting', { server: config.connectUrl, files_root: config.filesRoot, log_dirs: config.logDirs });
+  if (!statSync(config.filesRoot, { throwIfNoEntry: false })?.isDirectory()) {
+    // Not fatal (it may be mounted later), but every transfer fails until it is there.
+    log.warn(`the files root ${config.filesRoot} is not a directory; file transfers fail until it is (create it, or set --files-root)`);
+  }
   agent.start();
 
   await new Promise<void>((resolve) => {

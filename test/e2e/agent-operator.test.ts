@@ -62,6 +62,14 @@ describe('tether cp names the files root of the device', () => {
   });
 });
 
+describe('an agent whose files root is missing', () => {
+  it('says so when it starts, and serves everything else', async () => {
+    const missing = join(tempDir(), 'not-there');
+    const { agent } = await stack.onlineDevice('op-noroot', { TETHER_FILES_ROOT: missing });
+    await agent.waitForLine(new RegExp(`the files root ${missing} is not a directory; file transfers fail until it is`));
+  });
+});
+
 describe('an agent whose token the server refuses', () => {
   it('says so once, with what to do, and then retries only every 5 minutes', async () => {
     const token = await stack.addDevice('op-wrong');

@@ -1,7 +1,7 @@
 /**
  * @module `npm run bench`: starts a real `tether server` and real agents on 127.0.0.1, measures
- * transfers, keystroke echo, time to shell, agent capacity, memory under transfer and API
- * throughput, prints one table with each figure beside its target, and writes
+ * transfers, keystroke echo, time to shell, agent capacity, memory under transfer, API
+ * throughput and the command's start-up, prints one table with each figure beside its target, and writes
  * bench/results.json. `--quick` runs a tiny version (a few MiB, a few samples) for the tests.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { apiBench } from './api';
 import { capacityBench } from './capacity';
 import { echoBench, timeToShellBench } from './latency';
 import { printTable, startAgent, startServer, tempDir, type Result } from './lib';
+import { startupBench } from './startup';
 import { transferBench } from './transfer';
 
 const quick = process.argv.includes('--quick');
@@ -39,6 +40,7 @@ const wanted = (section: string) => !only || only.includes(section);
 
 async function main(): Promise<void> {
   const results: Result[] = [];
+  if (wanted('startup')) results.push(...startupBench(quick ? 3 : 30));
   const server = await startServer();
   try {
     if (wanted('transfer')) results.push(...(await transferBench(server, plan.bytes, plan.repeats)));

@@ -1,8 +1,22 @@
 // Builds the runnable bundles into dist/: the `tether` command (server, agent, client) and the
 // single-file device agent. Dependencies stay external in the main bundle (they are installed
-// beside it); the agent bundle inlines everything but native modules (see CONTRACT section 8).
+// beside it); the agent bundle inlines everything but native modules (README, installing the
+// agent on a device).
 import { build } from 'esbuild';
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+
+const { version } = JSON.parse(await readFile('package.json', 'utf8'));
+
+// `tether` itself is a launcher: `tether --version` answers without loading the client, the
+// server or the agent (scripts and packagers ask it often; loading the bundle doubled its time).
+const LAUNCHER = `#!/usr/bin/env node
+// The tether command (built by scripts/build.mjs): --version answers here, the rest is tether-main.cjs.
+'use strict';
+const args = process.argv.slice(2);
+if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) process.stdout.write(${JSON.stringify(`${version}
+`)});
+else require('./tether-main.cjs');
+`;
 
 const common = {
   bundle: true,
@@ -20,10 +34,10 @@ await Promise.all([
   build({
     ...common,
     entryPoints: ['cmd/tether.ts'],
-    outfile: 'dist/tether.cjs',
+    outfile: 'dist/tether-main.cjs',
     packages: 'external',
-    banner: { js: '#!/usr/bin/env node' },
   }),
+  writeFile('dist/tether.cjs', LAUNCHER),
   build({
     ...common,
     entryPoints: { bench: 'bench/main.ts', 'bench-swarm': 'bench/swarm.ts', soak: 'bench/soak.ts' },

@@ -1,0 +1,38 @@
+/**
+ * @module Section 7: how fast the command starts. `tether --version` and `tether --help` beside
+ * bare `node -e 0`, the p50 of interleaved runs (a pair per round, so a drifting machine moves
+ * both), and the ratio to bare node (target: --version at most 2x).
+ */
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { percentile, round, type Result } from './lib';
+
+const TETHER = resolve(__dirname, 'tether.cjs');
+
+function wallMs(args: string[]): number {
+  const t0 = performance.now();
+  const run = spawnSync(process.execPath, args, { stdio: 'ignore' });
+  if (run.status !== 0) throw new Error(`node ${args.join(' ')} exited ${run.status}`);
+  return performance.now() - t0;
+}
+
+export function startupBench(rounds: number): Result[] {
+  const times: Record<'node' | 'version' | 'help', number[]> = { node: [], version: [], help: [] };
+  wallMs(['-e', '0']); // warm the file cache
+  wallMs([TETHER, '--version']);
+  for (let i = 0; i < rounds; i++) {
+    times.node.push(wallMs(['-e', '0']));
+    times.version.push(wallMs([TETHER, '--version']));
+    times.help.push(wallMs([TETHER, '--help']));
+  }
+  const p50 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+  const node = p50(times.node);
+  const version = p50(times.version);
+  const help = p50(times.help);
+  return [
+    { section: 'startup', name: 'bare node -e 0 p50', value: round(node), unit: 'ms', target: '-', met: null },
+    { section: 'startup', name: 'tether --version p50', value: round(version), unit: 'ms', target: '<= 2x bare node', met: version <= 2 * node },
+    { section: 'startup', name: 'tether --version / bare node', value: round(version / node, 2), unit: 'x', target: '<= 2', met: version <= 2 * node },
+    { section: 'startup', name: 'tether --help p50', value: round(help), unit: 'ms', target: '-', met: null },
+  ];
+}

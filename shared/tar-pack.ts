@@ -123,6 +123,9 @@ export async function packTree(realRoot: string, real: string, out: Writable, op
     await delivered;
   } catch (err) {
     pack.destroy(err as Error);
+    // Aborted: whatever step noticed first (the walk, an entry of the destroyed pack), the
+    // reason is the abort.
+    if (signal.aborted) throw new Error('download aborted');
     throw err;
   } finally {
     signal.removeEventListener('abort', onAbort);

@@ -131,9 +131,20 @@ async function prepareShell(server: ServerProcess, token: string, deviceId: stri
   await client.opened();
   await client.send(Buffer.from('exec cat\n'));
   await awaitText('exec cat', 60_000);
-  // A line typed before cat runs is echoed once only: the first round trip proves cat runs.
-  await client.send(Buffer.from(`${deviceId}-ready\n`));
-  await awaitText(`${deviceId}-ready\r\n`, 60_000, 2);
+  // A line typed before cat runs comes back once only (while the shell still held the terminal,
+  // nothing echoed it): wait for a line seen twice, the terminal's echo and cat's, typing a new
+  // one each time the last came back once, so the shell is known to be cat.
+  const deadline = performance.now() + 60_000;
+  for (let attempt = 0; ; attempt++) {
+    const line = `${deviceId}-ready-${attempt}`;
+    await client.send(Buffer.from(`${line}\n`));
+    try {
+      await awaitText(`${line}\r\n`, 2_000, 2);
+      break;
+    } catch (err) {
+      if (performance.now() > deadline) throw err;
+    }
+  }
   return { deviceId, sessionId: session.session_id, client, token, awaitText };
 }
 

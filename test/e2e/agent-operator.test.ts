@@ -11,7 +11,7 @@ import { createAgent } from '../../agent/agent';
 import { loadAgentConfig } from '../../agent/config';
 import { createBackoff } from '../../shared/backoff';
 import { createLogger } from '../../shared/log';
-import { startProcess, TETHER_BIN } from '../helpers/processes';
+import { runTether, TETHER_BIN } from '../helpers/processes';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { connectStream } from '../helpers/stream';
 import { waitFor } from '../helpers/wait';
@@ -32,15 +32,12 @@ const records = (lines: string[]) => lines.map((l) => JSON.parse(l) as Record<st
 const refusedUpgrades = (s: Stack) => s.logs.filter((l) => l.includes('agent refused: bad device id or token')).length;
 
 describe('tether cp names the files root of the device', () => {
+  const run = (...args: string[]) => runTether(['cp', ...args], { XDG_CONFIG_HOME: tempDir(), TETHER_SERVER: stack.url, TETHER_TOKEN: stack.adminToken });
+
   it('prints the device\'s message, with the root and the device, for a path outside the root', async () => {
     await stack.onlineDevice('op-cp', { TETHER_FILES_ROOT: root });
     const local = join(tempDir(), 'app.txt');
     writeFileSync(local, 'app\n');
-    const run = async (...args: string[]) => {
-      const proc = startProcess(['cp', ...args], { XDG_CONFIG_HOME: tempDir(), TETHER_SERVER: stack.url, TETHER_TOKEN: stack.adminToken });
-      proc.child.stdin!.end();
-      return { code: (await proc.exited).code, stderr: proc.stderr.join('\n') };
-    };
     const down = await run('op-cp:../../etc/hostname', tempDir());
     expect(down).toMatchObject({ code: 1, stderr: expect.stringContaining(`../../etc/hostname is outside the files root ${root} of op-cp`) });
     const up = await run(local, 'op-cp:escape/');
@@ -48,11 +45,6 @@ describe('tether cp names the files root of the device', () => {
   });
 
   it("the issue's two examples: paths missing under the files root say where it is", async () => {
-    const run = async (...args: string[]) => {
-      const proc = startProcess(['cp', ...args], { XDG_CONFIG_HOME: tempDir(), TETHER_SERVER: stack.url, TETHER_TOKEN: stack.adminToken });
-      proc.child.stdin!.end();
-      return { code: (await proc.exited).code, stderr: proc.stderr.join('\n') };
-    };
     const build = tempDir();
     writeFileSync(join(build, 'index.html'), '<p>\n');
     const up = await run(build, 'op-cp:/srv/app/');

@@ -9,14 +9,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LATEST_SCHEMA } from '../../api/store/backup';
 import { client } from '../helpers/http';
-import { startProcess, startServerProcess } from '../helpers/processes';
+import { runTether, startProcess, startServerProcess } from '../helpers/processes';
 import { tempDir } from '../helpers/stack';
 
-async function run(args: string[]) {
-  const proc = startProcess(args);
-  const { code } = await proc.exited;
-  return { code, stdout: proc.stdout.join('\n'), stderr: proc.stderr.join('\n') };
-}
+const run = (args: string[]) => runTether(args);
 
 function inspect(file: string): { integrity: unknown; users: string[] } {
   const db = new Database(file, { readonly: true, fileMustExist: true });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client } from '../helpers/http';
-import { startProcess, TETHER_BIN } from '../helpers/processes';
+import { runTether, TETHER_BIN } from '../helpers/processes';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';
 
@@ -23,12 +23,7 @@ beforeAll(async () => {
 afterAll(() => stack.stop());
 
 /** Runs `tether ARGS` to completion with `env` over the config home (no server, no token). */
-async function run(args: string[], env: Record<string, string> = {}, input = '') {
-  const proc = startProcess(args, { XDG_CONFIG_HOME: configHome, ...env });
-  proc.child.stdin!.end(input);
-  const { code } = await proc.exited;
-  return { code, stdout: proc.stdout.join('\n'), stderr: proc.stderr.join('\n') };
-}
+const run = (args: string[], env: Record<string, string> = {}, input = '') => runTether(args, { XDG_CONFIG_HOME: configHome, ...env }, input);
 
 /** The URL of a port nothing listens on (any more). */
 async function closedPortUrl(): Promise<string> {

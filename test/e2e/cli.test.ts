@@ -9,7 +9,7 @@ import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../cli/api-client';
 import { client } from '../helpers/http';
-import { startProcess, TETHER_BIN } from '../helpers/processes';
+import { runTether, startProcess, TETHER_BIN } from '../helpers/processes';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { treeDigest } from '../helpers/tar';
 import { waitFor } from '../helpers/wait';
@@ -27,18 +27,8 @@ beforeAll(async () => {
 afterAll(() => stack.stop());
 
 /** Runs `tether ARGS` to completion; the admin token unless `env` says otherwise. */
-async function tether(args: string[], env: Record<string, string | undefined> = {}, input?: string) {
-  const proc = startProcess(args, {
-    XDG_CONFIG_HOME: configHome,
-    TETHER_SERVER: stack.url,
-    TETHER_TOKEN: stack.adminToken,
-    ...env,
-  });
-  if (input !== undefined) proc.child.stdin!.end(input);
-  else proc.child.stdin!.end();
-  const { code } = await proc.exited;
-  return { code, stdout: proc.stdout.join('\n'), stderr: proc.stderr.join('\n') };
-}
+const tether = (args: string[], env: Record<string, string | undefined> = {}, input = '') =>
+  runTether(args, { XDG_CONFIG_HOME: configHome, TETHER_SERVER: stack.url, TETHER_TOKEN: stack.adminToken, ...env }, input);
 
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 

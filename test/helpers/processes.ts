@@ -90,6 +90,17 @@ export function startProcess(args: string[], env: Record<string, string | undefi
   return proc;
 }
 
+/**
+ * Runs `tether ARGS` to completion: `input` (or nothing) on its standard input, its exit code and
+ * its stdout and stderr lines joined.
+ */
+export async function runTether(args: string[], env: Record<string, string | undefined> = {}, input = '') {
+  const proc = startProcess(args, env);
+  proc.child.stdin!.end(input);
+  const { code } = await proc.exited;
+  return { code, stdout: proc.stdout.join('\n'), stderr: proc.stderr.join('\n') };
+}
+
 /** A real `tether server` process on its own data dir; resolves once it listens. */
 export async function startServerProcess(dataDir: string, env: Record<string, string> = {}, port = 0) {
   const proc = startProcess(['server'], { TETHER_LISTEN: `127.0.0.1:${port}`, TETHER_DATA_DIR: dataDir, ...env });

@@ -51,6 +51,11 @@ export interface FrameForwarder {
   push(chunk: Buffer): void;
   /** True after a close frame or a protocol error: further bytes are ignored. */
   readonly stopped: boolean;
+  /**
+   * True while a data frame's header has been passed on but not all its payload: the other
+   * socket must not get a frame of its own (a pong, a close) until this turns false.
+   */
+  readonly midFrame: boolean;
 }
 
 /** The longest header: 2 bytes, 8 of extended length, 4 of masking key (§5.2). */
@@ -194,6 +199,9 @@ export function createFrameForwarder(options: FrameForwarderOptions): FrameForwa
     },
     get stopped() {
       return stopped;
+    },
+    get midFrame() {
+      return inPayload && control === undefined;
     },
   };
 }

@@ -1,16 +1,16 @@
 /**
- * @module Splices two WebSockets: every frame read from one is sent unchanged (binary stays
- * binary, text stays text) on the other, with backpressure (ws `lib/stream.js`, chisel
- * `share/cio/pipe.go`). A direction whose destination has more than `highWaterMark` bytes not
- * yet written to the kernel pauses its source until it falls below `lowWaterMark`, so memory
- * stays bounded by the marks whatever the peers do. Ends exactly once.
+ * @module Splices two hops (`./hop`): the frames read from one are passed to the other as they
+ * arrive, payload bytes untouched and only the header rewritten for the outgoing hop
+ * (`./frame-relay`), so no frame is ever held whole. Binary stays binary, text stays text,
+ * fragments stay fragments. Backpressure as in Node's `pipe` and chisel's `share/cio/pipe.go`: a
+ * direction whose destination holds more than `highWaterMark` bytes not yet written to the kernel
+ * stops reading its source until the destination drains, so memory stays bounded by the mark
+ * whatever the peers do. Ends exactly once.
  */
-import type { RawData, WebSocket } from 'ws';
-import { closeOnce } from '../shared/ws-close';
+import type { Hop } from './hop';
 
 export interface SpliceOptions {
   highWaterMark: number;
-  lowWaterMark: number;
   /** Payload bytes forwarded from `a` to `b` (`aToB`) or back. */
   onBytes(direction: 'aToB' | 'bToA', bytes: number): void;
   /**
@@ -28,54 +28,52 @@ export interface Splice {
   pending(): { aToB: number; bToA: number };
 }
 
-const frameSize = (data: RawData): number =>
-  Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer | ArrayBuffer).byteLength;
-
-
-export function splice(a: WebSocket, b: WebSocket, options: SpliceOptions): Splice {
+export function splice(a: Hop, b: Hop, options: SpliceOptions): Splice {
   let ended = false;
-  const pending = { aToB: 0, bToA: 0 };
 
-  function pipe(src: WebSocket, dst: WebSocket, direction: 'aToB' | 'bToA'): void {
-    src.on('message', function forward(data: RawData, isBinary: boolean) {
-      if (ended) return;
-      const size = frameSize(data);
-      options.onBytes(direction, size);
-      pending[direction] += size;
-      if (pending[direction] > options.highWaterMark && !src.isPaused) src.pause();
-      dst.send(data, { binary: isBinary }, function sent() {
-        pending[direction] -= size;
-        if (src.isPaused && pending[direction] <= options.lowWaterMark && !ended) src.resume();
-      });
+  function pipe(src: Hop, dst: Hop, direction: 'aToB' | 'bToA'): void {
+    const out = dst.socket;
+    dst.writtenFrom(src);
+    src.pipeTo({
+      begin: () => out.cork(),
+      data: (chunk) => dst.write(chunk),
+      payloadBytes: (bytes) => options.onBytes(direction, bytes),
+      end() {
+        dst.flushControl();
+        out.uncork();
+        if (!ended && out.writableLength > options.highWaterMark) src.pause();
+      },
+    });
+    out.on('drain', function resumeSource() {
+      if (!ended && src.state === 'open' && src.isPaused) src.resume();
     });
   }
 
   function finish(closed: 'a' | 'b', code: number, reason: string): void {
     if (ended) return;
     ended = true;
-    const other = closed === 'a' ? b : a;
     const next = options.onEnd(closed, code, reason);
-    closeOnce(other, next.code, next.reason);
+    (closed === 'a' ? b : a).close(next.code, next.reason);
   }
 
   pipe(a, b, 'aToB');
   pipe(b, a, 'bToA');
-  a.once('close', (code, reason) => finish('a', code, reason.toString()));
-  b.once('close', (code, reason) => finish('b', code, reason.toString()));
+  a.onClose((code, reason) => finish('a', code, reason));
+  b.onClose((code, reason) => finish('b', code, reason));
   // Frames held while the other side was joining flow once both are spliced.
-  if (a.isPaused) a.resume();
-  if (b.isPaused) b.resume();
+  a.resume();
+  b.resume();
 
   return {
     end(codeA, reasonA, codeB, reasonB) {
       if (ended) return;
       ended = true;
-      closeOnce(a, codeA, reasonA);
-      closeOnce(b, codeB, reasonB);
+      a.close(codeA, reasonA);
+      b.close(codeB, reasonB);
     },
     get ended() {
       return ended;
     },
-    pending: () => ({ ...pending }),
+    pending: () => ({ aToB: b.socket.writableLength, bToA: a.socket.writableLength }),
   };
 }

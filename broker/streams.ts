@@ -5,24 +5,22 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocket, WebSocketServer } from 'ws';
 import { randomBase32 } from '../shared/ids';
 import type { Logger } from '../shared/log';
 import { AGENT_HEADERS, type BrokerToAgentMessage, type CloseReason } from '../shared/control-channel';
 import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, STREAM_END, TOKEN_END_TEXT, type StreamAccess, type StreamGrant } from '../shared/session-stream';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
-import { acceptWebSocket } from './accept';
 import { agentDevice, bearerOf } from './credentials';
 import { rejectUpgrade } from './reject';
-import { closeOnce, sendableCode } from '../shared/ws-close';
+import { sendableCode } from '../shared/ws-close';
 import { createByteMeter, type ByteCounts } from './byte-meter';
+import { acceptHop, type Hop } from './hop';
 import { splice, type Splice } from './splice';
 
 /** Frames of a data stream; tar chunks and terminal bytes are far smaller. */
 export const STREAM_MAX_PAYLOAD = 4 * 1024 * 1024;
 /** Per direction, bytes accepted but not yet written before the source is paused. */
 export const SPLICE_HIGH_WATER = 4 * 1024 * 1024;
-export const SPLICE_LOW_WATER = 1024 * 1024;
 const AGENT_RETRY_MS = 250;
 
 export interface StreamDeps {
@@ -43,8 +41,8 @@ export interface StreamDeps {
 interface Stream {
   streamId: string;
   grant: StreamGrant;
-  client: WebSocket;
-  agent?: WebSocket;
+  client: Hop;
+  agent?: Hop;
   splice?: Splice;
   joinTimer?: NodeJS.Timeout;
   retryTimer?: NodeJS.Timeout;
@@ -59,13 +57,8 @@ export function createStreams(deps: StreamDeps) {
   const { log } = deps;
   const joinTimeoutMs = deps.joinTimeoutMs ?? DEVICE_JOIN_TIMEOUT_MS;
   const now = deps.now ?? Date.now;
-  const wss = new WebSocketServer({ noServer: true, maxPayload: STREAM_MAX_PAYLOAD, perMessageDeflate: false });
-  const agentWss = new WebSocketServer({
-    noServer: true,
-    maxPayload: STREAM_MAX_PAYLOAD,
-    perMessageDeflate: false,
-    handleProtocols: (offered) => (offered.has(AGENT_SUBPROTOCOL) ? AGENT_SUBPROTOCOL : false),
-  });
+  /** Every stream socket still open, clients' and devices', to close on shutdown. */
+  const hops = new Set<Hop>();
   const bySession = new Map<string, Stream>();
   const byStreamId = new Map<string, Stream>();
   const meter = createByteMeter({ log, recordBytes: deps.recordBytes });
@@ -84,7 +77,7 @@ export function createStreams(deps: StreamDeps) {
   function endStream(stream: Stream, code: number, text: string): void {
     release(stream);
     if (stream.splice) stream.splice.end(code, text, code, text);
-    else closeOnce(stream.client, code, text);
+    else stream.client.close(code, text);
   }
 
   function askAgent(stream: Stream): void {
@@ -100,18 +93,27 @@ export function createStreams(deps: StreamDeps) {
     if (!sent) stream.retryTimer = setTimeout(() => askAgent(stream), AGENT_RETRY_MS);
   }
 
-  function admitClient(ws: WebSocket, grant: StreamGrant): void {
+  /** Completes an upgrade on a stream path, for the frame-forwarding splice; undefined when refused. */
+  function accept(req: IncomingMessage, socket: Duplex, head: Buffer, onSocketError: (err: Error) => void, chooseProtocol?: (offered: string[]) => string | undefined): Hop | undefined {
+    const hop = acceptHop(req, socket, head, { maxPayload: STREAM_MAX_PAYLOAD, onSocketError, chooseProtocol });
+    if (!hop) return undefined;
+    hops.add(hop);
+    void hop.done.then(() => hops.delete(hop));
+    return hop;
+  }
+
+  function admitClient(ws: Hop, grant: StreamGrant): void {
     if (bySession.has(grant.sessionId)) {
-      closeOnce(ws, STREAM_CLOSE.busy, 'another client is connected to this session');
+      ws.close(STREAM_CLOSE.busy, 'another client is connected to this session');
       return;
     }
-    ws.pause(); // hold the client's frames until the device joins
+    // A hop starts paused: the client's frames wait until the device joins.
     const stream: Stream = { streamId: randomBase32(26), grant, client: ws };
     bySession.set(grant.sessionId, stream);
     byStreamId.set(stream.streamId, stream);
     const slog = log.child({ session_id: grant.sessionId, stream_id: stream.streamId });
     slog.info('client connected to stream', { protocol: grant.protocol });
-    ws.once('close', function onClientCloseBeforeJoin() {
+    ws.onClose(function onClientCloseBeforeJoin() {
       if (!stream.splice) {
         slog.info('client left before the device joined');
         release(stream);
@@ -120,7 +122,7 @@ export function createStreams(deps: StreamDeps) {
     stream.joinTimer = setTimeout(function onJoinTimeout() {
       slog.warn('device did not join the stream in time', { timeout_ms: joinTimeoutMs });
       release(stream);
-      closeOnce(ws, STREAM_CLOSE.deviceTimeout, 'the device did not join in time');
+      ws.close(STREAM_CLOSE.deviceTimeout, 'the device did not join in time');
     }, joinTimeoutMs);
     armTokenExpiry(stream);
     askAgent(stream);
@@ -141,7 +143,7 @@ export function createStreams(deps: StreamDeps) {
   const tokenExpired = (stream: Stream) =>
     stream.grant.tokenExpiresAt !== undefined && Date.parse(stream.grant.tokenExpiresAt) <= now();
 
-  function joinAgent(ws: WebSocket, stream: Stream): void {
+  function joinAgent(ws: Hop, stream: Stream): void {
     clearTimeout(stream.joinTimer);
     clearTimeout(stream.retryTimer);
     stream.agent = ws;
@@ -149,7 +151,6 @@ export function createStreams(deps: StreamDeps) {
     const slog = log.child({ session_id: sessionId, stream_id: stream.streamId });
     stream.splice = splice(stream.client, ws, {
       highWaterMark: SPLICE_HIGH_WATER,
-      lowWaterMark: SPLICE_LOW_WATER,
       onBytes(direction, bytes) {
         if (direction === 'aToB') {
           meter.count(sessionId, 'toDevice', bytes);
@@ -178,10 +179,11 @@ export function createStreams(deps: StreamDeps) {
       const bearer = bearerOf(req);
       const access = deps.authorize(sessionId, { ticket, bearer });
       const onError = (err: Error) => log.info('client stream error', { session_id: sessionId, err: err.message });
-      acceptWebSocket(wss, req, socket, head, onError, (ws) => {
-        if (!access.ok) closeOnce(ws, access.code, access.reason);
-        else admitClient(ws, access.grant);
-      });
+      // Like ws, the first subprotocol a client offers is taken (the stream has none of its own).
+      const ws = accept(req, socket, head, onError, (offered) => offered[0]);
+      if (!ws) return;
+      if (!access.ok) ws.close(access.code, access.reason);
+      else admitClient(ws, access.grant);
     },
 
     /** A device's data WebSocket for a stream it was asked to serve. */
@@ -198,7 +200,9 @@ export function createStreams(deps: StreamDeps) {
         return;
       }
       const onError = (err: Error) => log.warn('device stream error', { session_id: stream.grant.sessionId, stream_id: stream.streamId, err: err.message });
-      acceptWebSocket(agentWss, req, socket, head, onError, (ws) => joinAgent(ws, stream));
+      const offersAgentProtocol = (offered: string[]) => (offered.includes(AGENT_SUBPROTOCOL) ? AGENT_SUBPROTOCOL : undefined);
+      const ws = accept(req, socket, head, onError, offersAgentProtocol);
+      if (ws) joinAgent(ws, stream);
     },
 
     /** The agent will not serve a stream: the client learns why. */
@@ -206,7 +210,7 @@ export function createStreams(deps: StreamDeps) {
       const stream = byStreamId.get(streamId);
       if (!stream || stream.grant.deviceId !== deviceId || stream.agent) return;
       release(stream);
-      closeOnce(stream.client, STREAM_CLOSE.internalError, `device refused: ${message}`);
+      stream.client.close(STREAM_CLOSE.internalError, `device refused: ${message}`);
     },
 
     /** The session closed or expired: both sides close with its code, counts are written. */
@@ -237,13 +241,10 @@ export function createStreams(deps: StreamDeps) {
     async close(): Promise<void> {
       for (const stream of [...bySession.values()]) endStream(stream, STREAM_CLOSE.serverShutdown, 'server shutting down');
       meter.close();
-      const sockets = [...wss.clients, ...agentWss.clients];
-      await Promise.race([
-        Promise.all(sockets.map((ws) => new Promise<void>((r) => (ws.readyState === WebSocket.CLOSED ? r() : ws.once('close', () => r()))))),
-        new Promise<void>((r) => setTimeout(r, 2000).unref()),
-      ]);
-      for (const ws of sockets) ws.terminate();
-      await Promise.all([new Promise<void>((r) => wss.close(() => r())), new Promise<void>((r) => agentWss.close(() => r()))]);
+      const open = [...hops];
+      await Promise.race([Promise.all(open.map((hop) => hop.done)), new Promise<void>((r) => setTimeout(r, 2000).unref())]);
+      for (const hop of open) hop.terminate();
+      await Promise.all(open.map((hop) => hop.done));
     },
   };
 }

@@ -47,6 +47,8 @@ function explainCode(code: number, reason: string): string {
       return `the device did not answer within ${DEVICE_JOIN_TIMEOUT_MS / 1000} s`;
     case STREAM_CLOSE.serverShutdown:
       return END_WORDS.server_shutdown;
+    case 1006:
+      return 'the connection was cut: the server, or the device behind it, went away in the middle of a message';
     default:
       return reason || `the connection closed (code ${code})`;
   }

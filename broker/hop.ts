@@ -1,0 +1,258 @@
+/**
+ * @module One WebSocket connection of a session stream (a client's or a device's), served by the
+ * broker itself rather than by ws, so that the splice can pass frames on as they arrive
+ * (`./frame-relay`). The broker is the server of every hop: it reads masked frames and writes
+ * unmasked ones. A hop answers its own control frames (pong for ping, the close handshake of
+ * RFC 6455 §5.5.1 and §7), and never writes one of them into the middle of a data frame that the
+ * other side's forwarder is writing on it: a pong waits for the frame's end (only the latest
+ * ping is answered, §5.5.3), and a close that cannot wait ends the connection instead.
+ *
+ * A hop starts paused: a client's frames wait in its socket until its device joins.
+ */
+import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { fitCloseReason } from '../shared/ws-close';
+import { createFrameForwarder, OPCODE, type ControlFrame } from './frame-relay';
+import { encodeUnmaskedHeader } from './frame-relay/wire';
+import { completeHandshake } from './hop/handshake';
+
+/** Where the data frames a hop reads go (the splice's other side). */
+export interface HopSink {
+  /** Before the frames of one read are passed on (to cork the other socket). */
+  begin(): void;
+  /** Bytes to pass on, in order: rewritten headers and payload slices. */
+  data(chunk: Buffer): void;
+  /** Payload bytes passed on, for byte counters. */
+  payloadBytes(bytes: number): void;
+  /** After the frames of one read have been passed on. */
+  end(): void;
+}
+
+export interface HopOptions {
+  /** Largest message, summed over its fragments (1009 above it). */
+  maxPayload: number;
+  /** How long a closing peer may take to answer the close frame before the connection is cut. */
+  closeGraceMs?: number;
+  onSocketError(err: Error): void;
+}
+
+export type HopState = 'open' | 'closing' | 'closed';
+
+export interface Hop {
+  readonly socket: Duplex;
+  readonly state: HopState;
+  readonly isPaused: boolean;
+  pause(): void;
+  resume(): void;
+  /** Sends the data frames this hop reads to `sink`; without one (and once closing) they are dropped. */
+  pipeTo(sink: HopSink): void;
+  /** True while a data frame this hop reads has been passed on only in part. */
+  readonly readingMidFrame: boolean;
+  /**
+   * Names the hop whose frames are written on this one: while it is `readingMidFrame`, this
+   * hop's own control frames wait (a pong), or cannot be sent (a close: the connection is cut).
+   */
+  writtenFrom(source: { readonly readingMidFrame: boolean }): void;
+  /** Writes bytes of the other side's frames; returns false when the socket's buffer is full. */
+  write(chunk: Buffer): boolean;
+  /** Sends the pong a ping waited for, if the frame it waited for has ended. */
+  flushControl(): void;
+  /** Starts the close handshake with `code` (its reason cut to fit), or cuts the connection when a frame is unfinished. */
+  close(code: number, reason: string): void;
+  /** Cuts the connection. */
+  terminate(): void;
+  /**
+   * `listener` learns once why the hop stopped carrying frames: the peer's close code and reason
+   * (1005 for none), a protocol error's code (1002, 1007, 1009), the code of our own close,
+   * or 1006 when the connection was lost.
+   */
+  onClose(listener: (code: number, reason: string) => void): void;
+  /** Resolves once the socket is closed. */
+  readonly done: Promise<void>;
+}
+
+const CLOSE_GRACE_MS = 5000;
+
+/** Close codes a peer may send (RFC 6455 §7.4; ws `isValidStatusCode`). */
+const validPeerCode = (code: number): boolean =>
+  (code >= 1000 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
+
+const closePayload = (code: number, reason: string): Buffer => {
+  if (code === 1005) return Buffer.alloc(0);
+  const text = Buffer.from(fitCloseReason(reason));
+  const payload = Buffer.allocUnsafe(2 + text.length);
+  payload.writeUInt16BE(code, 0);
+  text.copy(payload, 2);
+  return payload;
+};
+
+const frame = (opcode: number, payload: Buffer): Buffer => Buffer.concat([encodeUnmaskedHeader(true, opcode, payload.length), payload]);
+
+/**
+ * Completes a WebSocket upgrade and returns its hop, or refuses the upgrade (an HTTP error) and
+ * returns undefined. `chooseProtocol` picks among the offered subprotocols.
+ */
+export function acceptHop(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  options: HopOptions & { chooseProtocol?: (offered: string[]) => string | undefined },
+): Hop | undefined {
+  socket.on('error', options.onSocketError);
+  if (!completeHandshake(req, socket, options.chooseProtocol ?? (() => undefined))) return undefined;
+  return createHop(socket, head, options);
+}
+
+export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
+  const graceMs = options.closeGraceMs ?? CLOSE_GRACE_MS;
+  let state: HopState = 'open';
+  let sink: HopSink | undefined;
+  let source: { readonly readingMidFrame: boolean } | undefined;
+  const midFrame = (): boolean => source?.readingMidFrame ?? false;
+  /** The payload of the latest ping not answered yet (it arrived while a frame was unfinished). */
+  let unansweredPing: Buffer | undefined;
+  let closeSent = false;
+  let graceTimer: NodeJS.Timeout | undefined;
+  let reported = false;
+  const listeners: Array<(code: number, reason: string) => void> = [];
+  let resolveDone!: () => void;
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+
+  if (socket.listenerCount('error') === 0) socket.on('error', options.onSocketError);
+  const net = socket as Partial<Socket>;
+  net.setNoDelay?.(true);
+  net.setTimeout?.(0);
+  socket.pause();
+  if (head.length > 0) socket.unshift(head);
+
+  const input = createFrameForwarder({
+    expectMasked: true,
+    maxPayload: options.maxPayload,
+    onData: (chunk) => sink?.data(chunk),
+    onPayloadBytes: (bytes) => sink?.payloadBytes(bytes),
+    onControl: control,
+    onProtocolError: (code, reason) => fail(code, reason),
+  });
+
+  function report(code: number, reason: string): void {
+    if (reported) return;
+    reported = true;
+    for (const listener of listeners.splice(0)) listener(code, reason);
+  }
+
+  function sendControl(opcode: number, payload: Buffer): void {
+    socket.write(frame(opcode, payload));
+  }
+
+  /** Ends our side of the connection, and cuts it if the peer does not follow in time. */
+  function hangUp(): void {
+    if (state === 'open') state = 'closing';
+    sink = undefined;
+    if (!socket.writableEnded) socket.end();
+    socket.resume(); // read on, to see the peer's close frame or its FIN
+    graceTimer ??= setTimeout(() => socket.destroy(), graceMs);
+    graceTimer.unref?.();
+  }
+
+  /** Sends a close frame if a frame of ours is not unfinished; then hangs up or waits for the peer's. */
+  function sendClose(code: number, reason: string, thenHangUp: boolean): void {
+    if (!closeSent && !midFrame()) {
+      closeSent = true;
+      sendControl(OPCODE.close, closePayload(code, reason));
+      if (!thenHangUp) {
+        state = 'closing';
+        sink = undefined;
+        socket.resume();
+        graceTimer = setTimeout(() => socket.destroy(), graceMs);
+        graceTimer.unref?.();
+        return;
+      }
+    }
+    hangUp();
+  }
+
+  function control({ opcode, payload }: ControlFrame): void {
+    if (opcode === OPCODE.ping) {
+      if (state !== 'open') return;
+      if (midFrame()) unansweredPing = payload;
+      else sendControl(OPCODE.pong, payload);
+      return;
+    }
+    if (opcode !== OPCODE.close) return; // a pong: we send no pings of our own
+    const code = payload.length >= 2 ? payload.readUInt16BE(0) : 1005;
+    if (payload.length >= 2 && !validPeerCode(code)) return fail(1002, 'invalid close code');
+    if (payload.length > 2 && !isUtf8(payload.subarray(2))) return fail(1007, 'close reason is not UTF-8');
+    report(code, payload.subarray(2).toString());
+    // Echo the code (§5.5.1), then the server ends the TCP connection first (§7.1.1).
+    sendClose(code, '', true);
+  }
+
+  /** The peer broke the protocol: close with `code` and stop reading its frames. */
+  function fail(code: number, reason: string): void {
+    report(code, '');
+    sendClose(code, reason, true);
+  }
+
+  socket.on('data', function onData(chunk: Buffer) {
+    const to = sink;
+    to?.begin();
+    input.push(chunk);
+    to?.end();
+  });
+  socket.on('end', function onEnd() {
+    report(1006, '');
+    hangUp();
+  });
+  socket.on('close', function onClosed() {
+    state = 'closed';
+    sink = undefined;
+    clearTimeout(graceTimer);
+    report(1006, '');
+    resolveDone();
+  });
+
+  return {
+    socket,
+    get state() {
+      return state;
+    },
+    get isPaused() {
+      return socket.isPaused();
+    },
+    pause: () => void socket.pause(),
+    resume: () => void socket.resume(),
+    pipeTo(to) {
+      if (state === 'open') sink = to;
+    },
+    get readingMidFrame() {
+      return input.midFrame && !input.stopped;
+    },
+    writtenFrom(from) {
+      source = from;
+    },
+    write(chunk) {
+      return state === 'open' ? socket.write(chunk) : false;
+    },
+    flushControl() {
+      if (!midFrame() && unansweredPing !== undefined && state === 'open') {
+        sendControl(OPCODE.pong, unansweredPing);
+        unansweredPing = undefined;
+      }
+    },
+    close(code, reason) {
+      if (state !== 'open') return;
+      report(code, reason);
+      sendClose(code, reason, false);
+    },
+    terminate() {
+      report(1006, '');
+      socket.destroy();
+    },
+    onClose(listener) {
+      listeners.push(listener);
+    },
+    done,
+  };
+}

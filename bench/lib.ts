@@ -2,7 +2,7 @@
  * @module Shared pieces of the benchmarks: a real `tether server` process, agents, an HTTP
  * helper with keep-alive, percentiles, and the results table.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -174,6 +174,14 @@ export function run(command: string, args: string[], env: Record<string, string>
     child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
     child.once('exit', (code) => (code === 0 ? done() : fail(new Error(`${command} ${args.join(' ')} exited ${code}: ${err.slice(-500)}`))));
   });
+}
+
+/** Wall time of one run of a command in milliseconds; throws on a non-zero exit. */
+export function wallMs(command: string, args: string[]): number {
+  const t0 = performance.now();
+  const done = spawnSync(command, args, { stdio: 'ignore' });
+  if (done.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${done.status}`);
+  return performance.now() - t0;
 }
 
 export function printTable(results: Result[]): void {

@@ -1,6 +1,7 @@
 /**
  * @module `npm run bench`: starts a real `tether server` and real agents on 127.0.0.1, measures
- * transfers, keystroke echo, time to shell, agent capacity, memory under transfer, API
+ * transfers (beside bare WebSocket processes and OpenSSH, direct and through a jump host), server
+ * CPU per GiB, keystroke echo, time to shell, agent capacity, memory at idle and under transfer, API
  * throughput and the command's start-up, prints one table with each figure beside its target, and writes
  * bench/results.json. `--quick` runs a tiny version (a few MiB, a few samples) for the tests.
  */
@@ -11,6 +12,7 @@ import { apiBench } from './api';
 import { capacityBench } from './capacity';
 import { echoBench, timeToShellBench } from './latency';
 import { printTable, startAgent, startServer, tempDir, type Result } from './lib';
+import { allowSshdInstall } from './sshd';
 import { startupBench } from './startup';
 import { transferBench } from './transfer';
 
@@ -23,8 +25,8 @@ const agentsArg = Number(process.argv.find((a) => a.startsWith('--agents='))?.sl
 // As many agents as one process's open-files limit allows, less room for the server's own files.
 const defaultAgents = Math.max(15_000, Math.min(19_000, fdLimit() - 1000));
 const plan = quick
-  ? { bytes: 8 * MiB, repeats: 1, echoSamples: 200, shells: 5, agents: 50, idleSeconds: 1, apiSeconds: 1 }
-  : { bytes: 1024 * MiB, repeats: 3, echoSamples: 10_000, shells: 50, agents: agentsArg || defaultAgents, idleSeconds: 60, apiSeconds: 10 };
+  ? { bytes: 8 * MiB, repeats: 1, settleSeconds: 1, echoSamples: 200, shells: 5, agents: 50, idleSeconds: 1, apiSeconds: 1 }
+  : { bytes: 1024 * MiB, repeats: 3, settleSeconds: 5, echoSamples: 10_000, shells: 50, agents: agentsArg || defaultAgents, idleSeconds: 60, apiSeconds: 10 };
 
 /** The soft open-files limit of this process (children inherit it). */
 function fdLimit(): number {
@@ -40,10 +42,11 @@ const wanted = (section: string) => !only || only.includes(section);
 
 async function main(): Promise<void> {
   const results: Result[] = [];
+  if (!quick) allowSshdInstall();
   if (wanted('startup')) results.push(...startupBench(quick ? 3 : 30));
   const server = await startServer();
   try {
-    if (wanted('transfer')) results.push(...(await transferBench(server, plan.bytes, plan.repeats)));
+    if (wanted('transfer')) results.push(...(await transferBench(server, plan.bytes, plan.repeats, plan.settleSeconds)));
     if (wanted('echo')) results.push(...(await echoBench(server, plan.echoSamples)));
     if (wanted('shell')) results.push(...(await timeToShellBench(server, plan.shells)));
     if (wanted('api')) {

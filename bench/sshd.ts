@@ -1,7 +1,8 @@
 /**
  * @module A private OpenSSH server on a high loopback port for side-by-side figures, started
- * only when `sshd` is installed (CI does not need it): its own host key, client key and config
- * in a temp dir, nothing of the machine's ssh setup touched.
+ * only when `sshd` is installed (CI does not need it): its own host key, client key and configs
+ * in a temp dir, nothing of the machine's ssh setup touched. Clients reach it directly and through
+ * itself as a jump host, the way a device behind NAT is reached over a bastion.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync, chmodSync, mkdirSync, readFileSync } from 'node:fs';
@@ -22,17 +23,49 @@ function freePort(): Promise<number> {
   });
 }
 
+/** Host names in `Sshd.options`' config: the sshd itself, and the same sshd reached through it. */
+export const DIRECT = 'bastion';
+export const JUMPED = 'device';
+
 export interface Sshd {
-  port: number;
-  /** Options for ssh/scp: port, key, no host key prompts. */
-  clientOptions: string[];
-  sshOptions: string[];
+  /**
+   * `-F` and an ssh_config for ssh and scp: host `bastion` is this sshd, host `device` is this
+   * sshd again through `bastion` as a jump host (ProxyJump), as a device behind NAT is reached via
+   * a bastion. A config file because `-J` passes no `-i`/`-o` options on to the jump connection,
+   * while ssh hands the jump its `-F`.
+   */
+  options: string[];
   stop(): void;
 }
 
+let installAllowed = false;
+
+/** Lets a full run install `openssh-server` (the quick run inside `npm test` never installs). */
+export function allowSshdInstall(): void {
+  installAllowed = true;
+}
+
+/**
+ * The sshd binary; in a full run as root, Debian's `openssh-server` is installed when it is
+ * missing (its service is not started: Debian's policy-rc.d in containers; ours runs on its own port).
+ */
+function findSshd(): string | undefined {
+  const found = () => SSHD_PATHS.find((p) => existsSync(p));
+  if (found() || !installAllowed || process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return found();
+  process.stderr.write('bench: installing openssh-server for the OpenSSH figures\n');
+  spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'openssh-server'], {
+    stdio: 'ignore',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
+  return found();
+}
+
 export async function startSshd(): Promise<Sshd | undefined> {
-  const sshd = SSHD_PATHS.find((p) => existsSync(p));
-  if (!sshd) return undefined;
+  const sshd = findSshd();
+  if (!sshd) {
+    process.stderr.write('bench: OpenSSH figures skipped: install the openssh-server package\n');
+    return undefined;
+  }
   const dir = tempDir('tether-bench-sshd-');
   for (const [name, type] of [['host', 'ed25519'], ['client', 'ed25519']]) {
     spawnSync('ssh-keygen', ['-q', '-t', type!, '-N', '', '-f', join(dir, name!)]);
@@ -59,20 +92,32 @@ export async function startSshd(): Promise<Sshd | undefined> {
       '',
     ].join('\n'),
   );
+  const clientConfig = join(dir, 'ssh_config');
+  writeFileSync(
+    clientConfig,
+    [
+      `Host ${JUMPED}`,
+      `  ProxyJump ${DIRECT}`,
+      `Host ${DIRECT} ${JUMPED}`,
+      '  HostName 127.0.0.1',
+      `  Port ${port}`,
+      `  User ${userInfo().username}`,
+      `  IdentityFile ${join(dir, 'client')}`,
+      '  IdentitiesOnly yes',
+      '  StrictHostKeyChecking no',
+      `  UserKnownHostsFile ${join(dir, 'known_hosts')}`,
+      '  BatchMode yes',
+      '  LogLevel ERROR',
+      '',
+    ].join('\n'),
+  );
   mkdirSync('/run/sshd', { recursive: true });
   const child = spawn(sshd, ['-D', '-e', '-f', config], { stdio: 'ignore' });
-  const known = join(dir, 'known_hosts');
-  const common = ['-i', join(dir, 'client'), '-o', 'StrictHostKeyChecking=no', '-o', `UserKnownHostsFile=${known}`, '-o', 'BatchMode=yes'];
+  const options = ['-F', clientConfig];
   // Wait until it accepts logins.
   for (let i = 0; i < 100; i++) {
-    const r = spawnSync('ssh', [...common, '-p', String(port), `${userInfo().username}@127.0.0.1`, 'true']);
-    if (r.status === 0) break;
-    await new Promise((r2) => setTimeout(r2, 50));
+    if (spawnSync('ssh', [...options, DIRECT, 'true']).status === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
   }
-  return {
-    port,
-    clientOptions: [...common, '-P', String(port)],
-    sshOptions: [...common, '-p', String(port)],
-    stop: () => child.kill('SIGTERM'),
-  };
+  return { options, stop: () => child.kill('SIGTERM') };
 }

@@ -3,27 +3,18 @@
  * bare `node -e 0`, the p50 of interleaved runs (a pair per round, so a drifting machine moves
  * both), and the ratio to bare node (target: --version at most 2x).
  */
-import { spawnSync } from 'node:child_process';
-import { resolve } from 'node:path';
-import { percentile, round, type Result } from './lib';
+import { percentile, round, TETHER, wallMs, type Result } from './lib';
 
-const TETHER = resolve(__dirname, 'tether.cjs');
-
-function wallMs(args: string[]): number {
-  const t0 = performance.now();
-  const run = spawnSync(process.execPath, args, { stdio: 'ignore' });
-  if (run.status !== 0) throw new Error(`node ${args.join(' ')} exited ${run.status}`);
-  return performance.now() - t0;
-}
+const nodeMs = (args: string[]) => wallMs(process.execPath, args);
 
 export function startupBench(rounds: number): Result[] {
   const times: Record<'node' | 'version' | 'help', number[]> = { node: [], version: [], help: [] };
-  wallMs(['-e', '0']); // warm the file cache
-  wallMs([TETHER, '--version']);
+  nodeMs(['-e', '0']); // warm the file cache
+  nodeMs([TETHER, '--version']);
   for (let i = 0; i < rounds; i++) {
-    times.node.push(wallMs(['-e', '0']));
-    times.version.push(wallMs([TETHER, '--version']));
-    times.help.push(wallMs([TETHER, '--help']));
+    times.node.push(nodeMs(['-e', '0']));
+    times.version.push(nodeMs([TETHER, '--version']));
+    times.help.push(nodeMs([TETHER, '--help']));
   }
   const p50 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
   const node = p50(times.node);

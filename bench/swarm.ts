@@ -1,7 +1,8 @@
 /**
  * @module Helper processes for the benchmarks, so that load does not share the measured
- * process's CPU: `relay PORT` (a bare WebSocket splice, the limit), `source URL BYTES` and
- * `sink URL BYTES` (endpoints of a bare transfer), `agents URL FILE` (light clients speaking the
+ * process's CPU: `relay` (a bare WebSocket splice, the limit), `source URL BYTES [zero-mask]`
+ * and `sink URL BYTES` (endpoints of a bare transfer), `listen-sink BYTES` (a sink that is the
+ * WebSocket server itself, for a single hop), `agents URL FILE` (light clients speaking the
  * real agent protocol, one per device in FILE, spread over several source addresses), and
  * `stream-agent URL DEVICE TOKEN BYTES` (answers each stream by sending BYTES), and
  * `real-agents URL FILE STATE_DIR [FILES_ROOT]` (real agents, one per device in FILE).
@@ -13,9 +14,11 @@ import { loadAgentConfig } from '../agent/config';
 import { createLogger } from '../shared/log';
 import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/control-channel';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
+import { maskingFor } from '../shared/ws-mask';
 
 const CHUNK = 256 * 1024;
 const HIGH = 4 * 1024 * 1024;
+const SINK_MAX_PAYLOAD = 16 * 1024 * 1024;
 
 function report(msg: object): void {
   process.stdout.write(`${JSON.stringify(msg)}\n`);
@@ -34,6 +37,21 @@ function pump(ws: WebSocket, bytes: number, done: () => void): void {
     if (sent < bytes) setImmediate(more);
   };
   more();
+}
+
+/** Counts `bytes` of frames from `ws`, reports the seconds from the first frame to the last, and exits. */
+function receive(ws: WebSocket, bytes: number): void {
+  let got = 0;
+  let started = 0;
+  ws.on('message', (data: Buffer) => {
+    if (started === 0) started = performance.now();
+    got += data.length;
+    if (got >= bytes) {
+      report({ received: got, seconds: (performance.now() - started) / 1000 });
+      ws.close();
+      process.exit(0);
+    }
+  });
 }
 
 const [mode, ...args] = process.argv.slice(2);
@@ -63,24 +81,21 @@ if (mode === 'relay') {
   });
   wss.on('listening', () => report({ port: (wss.address() as { port: number }).port }));
 } else if (mode === 'source') {
-  const [url, bytes] = args;
-  const ws = new WebSocket(url!, { perMessageDeflate: false });
+  // `zero-mask`: mask frames as the agent and the CLI do on loopback (shared/ws-mask.ts).
+  const [url, bytes, mask] = args;
+  const ws = new WebSocket(url!, { perMessageDeflate: false, ...(mask === 'zero-mask' ? maskingFor(url!) : {}) });
   ws.on('open', () => pump(ws, Number(bytes), () => report({ sent: Number(bytes) })));
 } else if (mode === 'sink') {
   const [url, bytes] = args;
-  const ws = new WebSocket(url!, { perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 });
-  let got = 0;
-  let started = 0;
+  const ws = new WebSocket(url!, { perMessageDeflate: false, maxPayload: SINK_MAX_PAYLOAD });
   ws.on('open', () => report({ open: true }));
-  ws.on('message', (data: Buffer) => {
-    if (started === 0) started = performance.now();
-    got += data.length;
-    if (got >= Number(bytes)) {
-      report({ received: got, seconds: (performance.now() - started) / 1000 });
-      ws.close();
-      process.exit(0);
-    }
-  });
+  receive(ws, Number(bytes));
+} else if (mode === 'listen-sink') {
+  // One hop: the source connects straight to this sink, no process between them.
+  const [bytes] = args;
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, maxPayload: SINK_MAX_PAYLOAD });
+  wss.on('connection', (ws) => receive(ws, Number(bytes)));
+  wss.on('listening', () => report({ port: (wss.address() as { port: number }).port }));
 } else if (mode === 'stream-agent') {
   // Speaks the agent protocol; every stream it is asked to serve gets BYTES of binary frames.
   const [url, deviceId, token, bytes] = args;

@@ -49,7 +49,8 @@ await Promise.all([
     ...common,
     entryPoints: ['cmd/agent-main.ts'],
     outfile: 'dist/tether-agent.js',
-    // Native modules cannot be bundled; ws loads bufferutil/utf-8-validate optionally.
+    // Native modules cannot be bundled; ws loads bufferutil/utf-8-validate when they are installed
+    // (tether does not install them: see the note on masking in shared/ws-mask.ts).
     external: ['node-pty', 'bufferutil', 'utf-8-validate'],
     banner: { js: '#!/usr/bin/env node' },
   }),

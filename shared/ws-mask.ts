@@ -9,6 +9,10 @@
  * no intermediary at all. There we send an all-zero mask, which ws leaves out of the XOR on both
  * ends (the frames stay valid: the mask bit is set, XOR with zero is the identity). Plain `ws:`
  * to any other host keeps random masks.
+ *
+ * So ws's native masking helper (bufferutil) has almost nothing left to do: the broker sends
+ * unmasked frames and our clients mask with zeros. tether does not install it; loading it cost
+ * every process 3 MiB of memory (issue 14, agent idle memory).
  */
 import { isIP } from 'node:net';
 

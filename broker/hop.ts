@@ -5,7 +5,9 @@
  * unmasked ones. A hop answers its own control frames (pong for ping, the close handshake of
  * RFC 6455 §5.5.1 and §7), and never writes one of them into the middle of a data frame that the
  * other side's forwarder is writing on it: a pong waits for the frame's end (only the latest
- * ping is answered, §5.5.3), and a close that cannot wait ends the connection instead.
+ * ping is answered, §5.5.3), and so does a close (the other side goes on reading until its
+ * frame is whole, then stops passing frames on); a close whose frame can never end (its source
+ * is gone) ends the connection instead.
  *
  * A hop starts paused: a client's frames wait in its socket until its device joins.
  */
@@ -40,6 +42,12 @@ export interface HopOptions {
 
 export type HopState = 'open' | 'closing' | 'closed';
 
+/** The hop whose frames another hop writes. */
+export interface FrameSource {
+  readonly readingMidFrame: boolean;
+  readonly state: HopState;
+}
+
 export interface Hop {
   readonly socket: Duplex;
   readonly state: HopState;
@@ -52,12 +60,12 @@ export interface Hop {
   readonly readingMidFrame: boolean;
   /**
    * Names the hop whose frames are written on this one: while it is `readingMidFrame`, this
-   * hop's own control frames wait (a pong), or cannot be sent (a close: the connection is cut).
+   * hop's own control frames (a pong, a close) wait for the frame's end.
    */
-  writtenFrom(source: { readonly readingMidFrame: boolean }): void;
+  writtenFrom(source: FrameSource): void;
   /** Writes bytes of the other side's frames; returns false when the socket's buffer is full. */
   write(chunk: Buffer): boolean;
-  /** Sends the pong a ping waited for, if the frame it waited for has ended. */
+  /** Sends the pong or close that waited for a frame's end, if it has ended (or cuts the connection if it never will). */
   flushControl(): void;
   /** Starts the close handshake with `code` (its reason cut to fit), or cuts the connection when a frame is unfinished. */
   close(code: number, reason: string): void;
@@ -109,8 +117,14 @@ export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Ho
   const graceMs = options.closeGraceMs ?? CLOSE_GRACE_MS;
   let state: HopState = 'open';
   let sink: HopSink | undefined;
-  let source: { readonly readingMidFrame: boolean } | undefined;
+  let source: FrameSource | undefined;
   const midFrame = (): boolean => source?.readingMidFrame ?? false;
+  /** Whether the frame this hop's output is inside can still be finished. */
+  const sourceAlive = (): boolean => source !== undefined && source.state !== 'closed';
+  /** Our close, waiting for the end of the frame being written on this hop. */
+  let pendingClose: { code: number; reason: string } | undefined;
+  /** Whether the frame being read is passed on (decided at its header: frames after our close are not). */
+  let forwardingFrame = false;
   /** The payload of the latest ping not answered yet (it arrived while a frame was unfinished). */
   let unansweredPing: Buffer | undefined;
   let closeSent = false;
@@ -130,8 +144,12 @@ export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Ho
   const input = createFrameForwarder({
     expectMasked: true,
     maxPayload: options.maxPayload,
-    onData: (chunk) => sink?.data(chunk),
-    onPayloadBytes: (bytes) => sink?.payloadBytes(bytes),
+    onData(chunk) {
+      // A header comes while no frame is being read: a frame is passed on whole or not at all.
+      if (!input.midFrame) forwardingFrame = state === 'open' && sink !== undefined;
+      if (forwardingFrame) sink?.data(chunk);
+    },
+    onPayloadBytes: (bytes) => forwardingFrame && sink?.payloadBytes(bytes),
     onControl: control,
     onProtocolError: (code, reason) => fail(code, reason),
   });
@@ -146,14 +164,18 @@ export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Ho
     socket.write(frame(opcode, payload));
   }
 
+  /** Cuts the connection if the peer has not closed it within the grace period. */
+  function armGrace(): void {
+    graceTimer ??= setTimeout(() => socket.destroy(), graceMs);
+    graceTimer.unref?.();
+  }
+
   /** Ends our side of the connection, and cuts it if the peer does not follow in time. */
   function hangUp(): void {
     if (state === 'open') state = 'closing';
-    sink = undefined;
     if (!socket.writableEnded) socket.end();
     socket.resume(); // read on, to see the peer's close frame or its FIN
-    graceTimer ??= setTimeout(() => socket.destroy(), graceMs);
-    graceTimer.unref?.();
+    armGrace();
   }
 
   /** Sends a close frame if a frame of ours is not unfinished; then hangs up or waits for the peer's. */
@@ -163,10 +185,8 @@ export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Ho
       sendControl(OPCODE.close, closePayload(code, reason));
       if (!thenHangUp) {
         state = 'closing';
-        sink = undefined;
         socket.resume();
-        graceTimer = setTimeout(() => socket.destroy(), graceMs);
-        graceTimer.unref?.();
+        armGrace();
         return;
       }
     }
@@ -227,7 +247,7 @@ export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Ho
       if (state === 'open') sink = to;
     },
     get readingMidFrame() {
-      return input.midFrame && !input.stopped;
+      return forwardingFrame && input.midFrame && !input.stopped;
     },
     writtenFrom(from) {
       source = from;
@@ -236,14 +256,29 @@ export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Ho
       return state === 'open' ? socket.write(chunk) : false;
     },
     flushControl() {
-      if (!midFrame() && unansweredPing !== undefined && state === 'open') {
+      if (state !== 'open') return;
+      if (pendingClose) {
+        if (!midFrame()) sendClose(pendingClose.code, pendingClose.reason, false);
+        else if (!sourceAlive()) hangUp();
+        else return;
+        pendingClose = undefined;
+        return;
+      }
+      if (!midFrame() && unansweredPing !== undefined) {
         sendControl(OPCODE.pong, unansweredPing);
         unansweredPing = undefined;
       }
     },
     close(code, reason) {
-      if (state !== 'open') return;
+      if (state !== 'open' || pendingClose) return;
       report(code, reason);
+      if (midFrame() && sourceAlive()) {
+        // The other side goes on reading until its frame is whole (bounded by maxPayload), then
+        // `flushControl` sends the close; a peer that reads nothing meanwhile is cut in time.
+        pendingClose = { code, reason };
+        armGrace();
+        return;
+      }
       sendClose(code, reason, false);
     },
     terminate() {

@@ -47,6 +47,8 @@ export function splice(a: Hop, b: Hop, options: SpliceOptions): Splice {
     out.on('drain', function resumeSource() {
       if (!ended && src.state === 'open' && src.isPaused) src.resume();
     });
+    // A close waiting on dst for src's frame to end must not wait for a source that is gone.
+    void src.done.then(() => dst.flushControl());
   }
 
   function finish(closed: 'a' | 'b', code: number, reason: string): void {

@@ -69,8 +69,8 @@ async function pair() {
 }
 
 /** Two clients that write frames by hand, spliced to each other. */
-async function rawPair(): Promise<{ a: RawClient; b: RawClient; ended: () => { side: string; code: number } | undefined }> {
-  const { port, spliced, ended } = await spliceServer();
+async function rawPair(): Promise<{ a: RawClient; b: RawClient; ended: () => { side: string; code: number } | undefined; splice: () => Splice }> {
+  const { port, spliced, ended, splice: spliceOf } = await spliceServer();
   const a = await rawUpgrade(port, '/');
   const b = await rawUpgrade(port, '/');
   await spliced;
@@ -78,7 +78,7 @@ async function rawPair(): Promise<{ a: RawClient; b: RawClient; ended: () => { s
     a.socket.destroy();
     b.socket.destroy();
   });
-  return { a, b, ended };
+  return { a, b, ended, splice: spliceOf };
 }
 
 describe('splice', () => {
@@ -218,5 +218,20 @@ describe('splice', () => {
     expect((await a.waitForFrame((f) => f.opcode === OPCODE.close, 'the refusal')).payload.readUInt16BE(0)).toBe(1002);
     expect((await b.waitForFrame((f) => f.opcode === OPCODE.close, 'the close')).payload.readUInt16BE(0)).toBe(4321);
     expect(ended()).toEqual({ side: 'a', code: 1002 });
+  });
+
+  it('ending a splice inside a frame finishes that frame first, then closes with the code, and passes nothing after', async () => {
+    const { a, b, splice: s } = await rawPair();
+    const body = randomBytes(100_000);
+    const frame = encodeFrame({ opcode: OPCODE.binary, payload: body });
+    await a.writePieces([frame.subarray(0, 30_000)]);
+    await waitFor(() => b.socket.bytesRead > 20_000, 'part of the frame to reach b');
+    s().end(4000, 'session closed', 4000, 'session closed');
+    await a.writePieces([frame.subarray(30_000), encodeFrame({ opcode: OPCODE.binary, payload: Buffer.from('after the end') })]);
+    const close = await b.waitForFrame((f) => f.opcode === OPCODE.close, 'the close');
+    expect(close.payload.readUInt16BE(0)).toBe(4000);
+    expect(b.frames.map((f) => f.opcode)).toEqual([OPCODE.binary, OPCODE.close]);
+    expect(b.frames[0]!.payload.equals(body)).toBe(true);
+    expect((await a.waitForFrame((f) => f.opcode === OPCODE.close, 'the close to a')).payload.readUInt16BE(0)).toBe(4000);
   });
 });

@@ -48,6 +48,7 @@ describe('explainClose', () => {
     expect(explainClose(STREAM_CLOSE.busy, '')).toBe('another client is connected to this session');
     expect(explainClose(STREAM_CLOSE.deviceTimeout, '')).toBe('the device did not answer within 10 s');
     expect(explainClose(STREAM_CLOSE.internalError, 'too many sessions')).toBe('too many sessions');
-    expect(explainClose(1006, '')).toBe('the connection closed (code 1006)');
+    expect(explainClose(1006, '')).toBe('the connection was cut: the server, or the device behind it, went away in the middle of a message');
+    expect(explainClose(1002, '')).toBe('the connection closed (code 1002)');
   });
 });

@@ -4,7 +4,7 @@
  */
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/control-channel';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../shared/log';
 import { describeProblems, problemsOf } from '../shared/zod-issues';
@@ -12,19 +12,19 @@ import { describeProblems, problemsOf } from '../shared/zod-issues';
 const schema = z.object({
   server: z
     .string({ error: 'is required (--server URL or TETHER_SERVER)' })
-    .refine((s) => /^(https?|wss?):\/\/[^/]/.test(s) && URL.canParse(s), 'must be an http(s):// or ws(s):// URL'),
+    .check(z.refine((s) => /^(https?|wss?):\/\/[^/]/.test(s) && URL.canParse(s), 'must be an http(s):// or ws(s):// URL')),
   deviceId: z
     .string({ error: 'is required (--device-id ID or TETHER_DEVICE_ID)' })
-    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 characters of [A-Za-z0-9._-]'),
-  token: z.string({ error: 'is required (--token T or TETHER_DEVICE_TOKEN)' }).min(1, 'must not be empty'),
-  filesRoot: z.string().min(1).default('.'),
-  logDirs: z.string().min(1).default('/var/log'),
-  maxSessions: z.coerce.number().int().min(1).max(10_000).default(16),
-  maxUploadBytes: z.coerce.number().int().min(0).default(0),
-  warmShell: z.enum(['0', '1', 'true', 'false'], { error: 'must be 1 or 0' }).default('1'),
-  stateDir: z.string().min(1).optional(),
-  logLevel: z.enum(LOG_LEVELS, { error: 'must be debug, info, warn or error (TETHER_LOG_LEVEL)' }).optional(),
-  logFormat: z.enum(LOG_FORMATS, { error: 'must be json or text (TETHER_LOG_FORMAT)' }).optional(),
+    .check(z.regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 characters of [A-Za-z0-9._-]')),
+  token: z.string({ error: 'is required (--token T or TETHER_DEVICE_TOKEN)' }).check(z.minLength(1, 'must not be empty')),
+  filesRoot: z._default(z.string().check(z.minLength(1)), '.'),
+  logDirs: z._default(z.string().check(z.minLength(1)), '/var/log'),
+  maxSessions: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(10_000)), 16),
+  maxUploadBytes: z._default(z.coerce.number().check(z.int(), z.gte(0)), 0),
+  warmShell: z._default(z.enum(['0', '1', 'true', 'false'], { error: 'must be 1 or 0' }), '1'),
+  stateDir: z.optional(z.string().check(z.minLength(1))),
+  logLevel: z.optional(z.enum(LOG_LEVELS, { error: 'must be debug, info, warn or error (TETHER_LOG_LEVEL)' })),
+  logFormat: z.optional(z.enum(LOG_FORMATS, { error: 'must be json or text (TETHER_LOG_FORMAT)' })),
 });
 
 export interface AgentConfig {

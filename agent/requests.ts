@@ -2,7 +2,7 @@
  * @module Request/response plumbing shared by the diagnostics and file-transfer handlers:
  * parse `{id, op, params}`, validate params with zod, answer `{id, ok, result|error}`.
  */
-import { z } from 'zod';
+import type * as z from 'zod/mini';
 import type { Logger } from '../shared/log';
 import { request, type ErrorBody, type Request } from '../shared/session-stream';
 import { TransferError } from '../shared/transfer-error';
@@ -13,7 +13,7 @@ import type { DataStream } from './data-stream';
 export { TransferError as OpError };
 
 /** Parses a request's params or throws `bad_params` naming every problem. */
-export function paramsOf<S extends z.ZodType>(schema: S, req: Request): z.output<S> {
+export function paramsOf<S extends z.ZodMiniType>(schema: S, req: Request): z.output<S> {
   const parsed = schema.safeParse(req.params ?? {});
   if (parsed.success) return parsed.data;
   throw new TransferError('bad_params', describeProblems(problemsOf(parsed.error.issues, { prefix: ['params'] })));

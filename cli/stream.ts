@@ -4,7 +4,7 @@
  * the request it answers (a request may be answered more than once: upload, download) or to the
  * shell's exit listeners. Text frames are parsed with the shared schemas; others are dropped.
  */
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import { WebSocket, type RawData } from 'ws';
 import { parseMessage } from '../shared/control-channel';
 import {
@@ -46,7 +46,7 @@ export interface Call {
    * The next answer to this request: its result, checked with `schema` when one is given.
    * Rejects with a DeviceError for an error answer, a StreamClosedError if the stream closes first.
    */
-  answer<T = unknown>(schema?: z.ZodType<T>): Promise<T>;
+  answer<T = unknown>(schema?: z.ZodMiniType<T>): Promise<T>;
   /** The frame that ends a download (after its tar stream); rejects as `answer` does. */
   downloadDone(): Promise<DownloadDone>;
   /** Tells the device the upload's tar is all sent: `{id, op: "end"}`. */
@@ -61,7 +61,7 @@ export interface ClientStream {
   /** Resolves when the stream closes, with its code and reason. */
   readonly closed: Promise<{ code: number; reason: string }>;
   /** Sends a request and resolves with its one answer's result. */
-  request<T = unknown>(op: string, params?: Record<string, unknown>, schema?: z.ZodType<T>): Promise<T>;
+  request<T = unknown>(op: string, params?: Record<string, unknown>, schema?: z.ZodMiniType<T>): Promise<T>;
   /** Sends a request that is answered more than once (upload, download). */
   call(op: string, params?: Record<string, unknown>): Call;
   /** Sends the client's terminal size (shell). */
@@ -76,7 +76,7 @@ type CallFrame = Response | DownloadDone;
 const toBuffer = (d: RawData) => (Array.isArray(d) ? Buffer.concat(d) : Buffer.isBuffer(d) ? d : Buffer.from(d));
 
 /** The result of an answer frame, or the error it carries. */
-function resultOf<T>(frame: CallFrame, schema: z.ZodType<T> | undefined): T {
+function resultOf<T>(frame: CallFrame, schema: z.ZodMiniType<T> | undefined): T {
   if (!('ok' in frame)) throw new CliError(`the device sent the end of a download where an answer was due (request ${frame.id})`, 'bad_answer');
   if (!frame.ok) throw new DeviceError(frame.error);
   if (!schema) return frame.result as T;

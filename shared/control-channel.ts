@@ -6,7 +6,7 @@
  * `{error, message, status}`. Once connected, each side sends text frames holding one JSON object
  * of the shapes below; the broker pings every `heartbeat_ms` and drops an agent that misses two.
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 /** Path of the agent control WebSocket. */
 export const AGENT_CONNECT_PATH = '/v1/agent/connect';
@@ -37,7 +37,9 @@ export const AGENT_CLOSE = {
   protocolError: 4400,
 } as const;
 
-export const sessionProtocolSchema = z.enum(['diagnostics', 'shell', 'file-transfer']);
+/** The protocols a session speaks (the API, on classic zod, validates them with an enum of its own). */
+export const SESSION_PROTOCOLS = ['diagnostics', 'shell', 'file-transfer'] as const;
+export const sessionProtocolSchema = z.enum(SESSION_PROTOCOLS);
 export type SessionProtocol = z.infer<typeof sessionProtocolSchema>;
 
 /** Why a session closed; `token_expired`: the token that opened it expired. */
@@ -56,7 +58,7 @@ export const agentCloseReason = (reason: CloseReason): AgentCloseReason => (reas
 export const welcomeMessage = z.object({
   type: z.literal('welcome'),
   device_id: z.string(),
-  heartbeat_ms: z.number().int().positive(),
+  heartbeat_ms: z.int().check(z.positive()),
   server_version: z.string(),
 });
 
@@ -115,7 +117,7 @@ export const agentToBrokerMessage = z.discriminatedUnion('type', [sessionEndedMe
 export type AgentToBrokerMessage = z.infer<typeof agentToBrokerMessage>;
 
 /** Parses one text frame; returns undefined for anything that is not a known message. */
-export function parseMessage<T>(schema: z.ZodType<T>, data: string): T | undefined {
+export function parseMessage<T>(schema: z.ZodMiniType<T>, data: string): T | undefined {
   let raw: unknown;
   try {
     raw = JSON.parse(data);

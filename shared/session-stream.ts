@@ -2,7 +2,7 @@
  * @module The client stream of a session (docs/session-streams.md): its path, close codes, and the frames
  * of each protocol. Binary frames carry bytes; text frames carry one JSON object each.
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { CloseReason } from './control-channel';
 
 /** `/v1/remote-access/sessions/{sessionId}/stream` */
@@ -59,8 +59,8 @@ export const DEVICE_JOIN_TIMEOUT_MS = 10_000;
 
 export const shellResize = z.object({
   type: z.literal('resize'),
-  cols: z.number().int().min(1).max(1000),
-  rows: z.number().int().min(1).max(1000),
+  cols: z.int().check(z.gte(1), z.lte(1000)),
+  rows: z.int().check(z.gte(1), z.lte(1000)),
 });
 export type ShellResize = z.infer<typeof shellResize>;
 
@@ -72,9 +72,9 @@ export interface ShellExit {
 // diagnostics and file-transfer: request / response
 
 export const request = z.object({
-  id: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-  op: z.string().min(1).max(64),
-  params: z.record(z.string(), z.unknown()).optional(),
+  id: z.int().check(z.gte(0), z.lte(Number.MAX_SAFE_INTEGER)),
+  op: z.string().check(z.minLength(1), z.maxLength(64)),
+  params: z.optional(z.record(z.string(), z.unknown())),
 });
 export type Request = z.infer<typeof request>;
 
@@ -107,8 +107,8 @@ export const TOKEN_END_TEXT = {
 export const fileEntry = z.object({
   name: z.string(),
   type: z.enum(['file', 'dir', 'symlink']),
-  size: z.number().int().min(0),
-  mode: z.number().int().min(0),
+  size: z.int().check(z.gte(0)),
+  mode: z.int().check(z.gte(0)),
   mtime: z.string(),
 });
 export type FileEntry = z.infer<typeof fileEntry>;
@@ -122,28 +122,28 @@ export const uploadReady = z.object({ ready: z.literal(true) });
 export type UploadReady = z.infer<typeof uploadReady>;
 
 /** The last answer to `upload`, once its `end` arrived: what the device stored. */
-export const uploadDone = z.object({ files: z.number().int().min(0), bytes: z.number().int().min(0) });
+export const uploadDone = z.object({ files: z.int().check(z.gte(0)), bytes: z.int().check(z.gte(0)) });
 export type UploadDone = z.infer<typeof uploadDone>;
 
 // The text frames a device sends a client, for the client to parse them.
 
-const frameId = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const frameId = z.int().check(z.gte(0), z.lte(Number.MAX_SAFE_INTEGER));
 
-export const errorBody: z.ZodType<ErrorBody> = z.object({ code: z.string(), message: z.string() });
+export const errorBody: z.ZodMiniType<ErrorBody> = z.object({ code: z.string(), message: z.string() });
 
-export const response: z.ZodType<Response> = z.union([
+export const response: z.ZodMiniType<Response> = z.union([
   z.object({ id: frameId, ok: z.literal(true), result: z.unknown() }),
   z.object({ id: frameId, ok: z.literal(false), error: errorBody }),
 ]);
 
-export const downloadDone: z.ZodType<DownloadDone> = z.object({
+export const downloadDone: z.ZodMiniType<DownloadDone> = z.object({
   id: frameId,
   done: z.literal(true),
-  bytes: z.number().int().min(0),
-  files: z.number().int().min(0),
+  bytes: z.int().check(z.gte(0)),
+  files: z.int().check(z.gte(0)),
 });
 
-export const shellExit: z.ZodType<ShellExit> = z.object({ type: z.literal('exit'), code: z.number().int() });
+export const shellExit: z.ZodMiniType<ShellExit> = z.object({ type: z.literal('exit'), code: z.int() });
 
 /** Any text frame a device sends a client: an answer, the end of a download, or a shell's exit. */
 export const deviceFrame = z.union([response, downloadDone, shellExit]);

@@ -2,8 +2,14 @@
  * @module zod's issues as problems people read: one `{path, message}` per problem, the path
  * written `a.b[0].c`, each unknown key a problem of its own at its own path. The API's error
  * details, the agent's `bad_params`, and the server's and agent's settings errors all use it.
+ *
+ * Importing it makes zod's messages English: classic `zod` sets that up itself, `zod/mini` (the
+ * agent's schemas) leaves every message at "Invalid input" until a locale is configured.
  */
-import type { z } from 'zod';
+import { en } from 'zod/locales';
+import * as z from 'zod/mini';
+
+z.config(en());
 
 export interface Problem {
   /** `a.b[0].c`; `(root)` for the value itself. */

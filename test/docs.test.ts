@@ -84,7 +84,8 @@ describe('docs/session-streams.md and docs/control-channel.md', () => {
 
   it('list every control message', () => {
     const documented = firstColumn(doc('control-channel.md'), '## Messages');
-    const types = [...brokerToAgentMessage.options, ...agentToBrokerMessage.options].map((o) => o.shape.type.value);
+    const options = [...brokerToAgentMessage._zod.def.options, ...agentToBrokerMessage._zod.def.options];
+    const types = options.map((o) => o.shape.type._zod.def.values[0]);
     expect(documented.sort()).toEqual(types.sort());
   });
 });

@@ -3,7 +3,7 @@
  * by one of the sibling modules. Nothing here writes or runs commands; every operation reads
  * `/proc`, `/sys`, the OS or the log dirs.
  */
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { Request, Response } from '../../shared/session-stream';
 import type { Handler, HandlerContext, HandlerFactory } from '../protocol-handler';
 import { OpError, paramsOf, parseRequest, toErrorBody } from '../requests';
@@ -14,10 +14,10 @@ import { processList } from './processes';
 import { systemInfo, systemMetrics } from './system';
 
 const noParams = z.strictObject({});
-const processParams = z.strictObject({ limit: z.number().int().min(1).max(10_000).default(50) });
+const processParams = z.strictObject({ limit: z._default(z.int().check(z.gte(1), z.lte(10_000)), 50) });
 const tailParams = z.strictObject({
-  path: z.string().min(1).max(4096),
-  lines: z.number().int().min(1).max(MAX_TAIL_LINES).default(100),
+  path: z.string().check(z.minLength(1), z.maxLength(4096)),
+  lines: z._default(z.int().check(z.gte(1), z.lte(MAX_TAIL_LINES)), 100),
 });
 
 type Op = (req: Request, ctx: HandlerContext) => Promise<unknown>;

@@ -6,7 +6,7 @@
  */
 import { lstat, mkdir, realpath, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { resolveConfined } from '../../shared/fs-confine';
 import type { DownloadDone, ErrorBody, Request, Response } from '../../shared/session-stream';
 import { createExtraction, type Extraction } from '../../shared/tar-extract';
@@ -16,8 +16,11 @@ import { OpError, paramsOf, parseRequest, toErrorBody } from '../requests';
 import { existing, listEntries, statEntry } from './entries';
 import { placeInFilesRoot } from './root-errors';
 
-const pathParams = z.strictObject({ path: z.string().min(1).max(4096) });
-const listParams = z.strictObject({ path: z.string().min(1).max(4096), limit: z.number().int().min(1).max(100_000).default(10_000) });
+const pathParams = z.strictObject({ path: z.string().check(z.minLength(1), z.maxLength(4096)) });
+const listParams = z.strictObject({
+  path: z.string().check(z.minLength(1), z.maxLength(4096)),
+  limit: z._default(z.int().check(z.gte(1), z.lte(100_000)), 10_000),
+});
 
 /** Most entries one upload may hold (a tar bomb of empty files is still a bomb). */
 export const MAX_UPLOAD_ENTRIES = 100_000;

@@ -1,7 +1,7 @@
 /** @module Remote-access sessions and their audit listing (docs/http-api.md, endpoints). */
 import Router from '@koa/router';
 import { z } from 'zod';
-import { sessionProtocolSchema } from '../../shared/control-channel';
+import { SESSION_PROTOCOLS } from '../../shared/control-channel';
 import type { Ticketer } from '../../shared/tickets';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
@@ -22,14 +22,14 @@ export const TTL_MAX_S = 28800;
 
 const openBody = z.strictObject({
   device_id: z.string().min(1).max(64),
-  protocol: sessionProtocolSchema,
+  protocol: z.enum(SESSION_PROTOCOLS),
   ttl_seconds: z.number().int().min(TTL_MIN_S).max(TTL_MAX_S).optional(),
 });
 
 const listQuery = z.strictObject({
   ...pagingParams(200, 50),
   device_id: z.string().min(1).max(64).optional(),
-  protocol: sessionProtocolSchema.optional(),
+  protocol: z.enum(SESSION_PROTOCOLS).optional(),
   status: z.enum(['open', 'closed']).optional(),
   since: dateTimeParam.optional(),
 });

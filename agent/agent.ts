@@ -21,7 +21,7 @@ import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import type { AgentConfig } from './config';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';
 import { createStreamDialer } from './stream-dialer';
-import { createShellPool, type ShellPool } from './shell/shell-pool';
+import type { ShellPool } from './shell/shell-pool';
 import { openUploadJournal, type UploadJournal } from './file-transfer/upload-journal';
 import { createReconnectPolicy, formatWait } from './reconnect';
 
@@ -60,7 +60,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
 
   // Pre-started shells, from the first shell session on (when the agent keeps them at all).
   let shells: ShellPool | undefined;
-  const shellPool = () => (config.warmShell && state !== 'stopped' ? (shells ??= createShellPool(log)) : undefined);
+  const shellPool = (create: (log: Logger) => ShellPool) => (config.warmShell && state !== 'stopped' ? (shells ??= create(log)) : undefined);
   // Opened in start(): it first undoes what uploads of an earlier run left unfinished.
   let uploads: UploadJournal | undefined;
   const streams = createStreamDialer(config, {

@@ -12,8 +12,11 @@ export interface HandlerContext {
   sessionId: string;
   log: Logger;
   config: Readonly<AgentConfig>;
-  /** Pre-started login shells, when the agent keeps them (started on first use). */
-  shells?: (() => ShellPool | undefined) | undefined;
+  /**
+   * Pre-started login shells, when the agent keeps them: made with `create` on first use (the
+   * shell handler brings it, so that node-pty loads with the first shell session, not before).
+   */
+  shells?: ((create: (log: Logger) => ShellPool) => ShellPool | undefined) | undefined;
   /** A journal for one upload, so a killed agent cleans up after it on the next start. */
   uploadJournal?: (() => StagingJournal) | undefined;
 }

@@ -14,17 +14,17 @@ import { closeOnce } from '../shared/ws-close';
 import { maskingFor } from '../shared/ws-mask';
 import type { AgentConfig } from './config';
 import { DataStream } from './data-stream';
-import { startDiagnostics } from './diagnostics/handler';
-import { startFileTransfer } from './file-transfer/handler';
-import type { Handler, HandlerFactory } from './protocol-handler';
+import type { Handler, HandlerContext, HandlerFactory } from './protocol-handler';
 import type { EndReason } from './sessions';
-import { startShell } from './shell/handler';
-import type { ShellPool } from './shell/shell-pool';
 
-const HANDLERS: Record<SessionProtocol, HandlerFactory> = {
-  shell: startShell,
-  diagnostics: startDiagnostics,
-  'file-transfer': startFileTransfer,
+/**
+ * Each protocol's handler, loaded with its first session: an idle agent holds neither node-pty
+ * nor tar-stream (issue 14, agent idle memory). Loading takes a millisecond, once.
+ */
+const HANDLERS: Record<SessionProtocol, () => Promise<HandlerFactory>> = {
+  shell: () => import('./shell/handler').then((m) => m.startShell),
+  diagnostics: () => import('./diagnostics/handler').then((m) => m.startDiagnostics),
+  'file-transfer': () => import('./file-transfer/handler').then((m) => m.startFileTransfer),
 };
 
 interface ActiveStream {
@@ -46,7 +46,7 @@ export function createStreamDialer(
   deps: {
     log: Logger;
     send(msg: AgentToBrokerMessage): void;
-    shells?: () => ShellPool | undefined;
+    shells?: HandlerContext['shells'];
     uploadJournal?: () => StagingJournal;
   },
 ) {
@@ -63,6 +63,7 @@ export function createStreamDialer(
       });
       return;
     }
+    const handlerLoaded = HANDLERS[req.protocol]();
     const ws = new WebSocket(config.streamUrl, AGENT_SUBPROTOCOL, {
       headers: {
         authorization: `Bearer ${config.token}`,
@@ -79,9 +80,10 @@ export function createStreamDialer(
     active.set(req.stream_id, stream);
     const slog = log.child({ session_id: req.session_id, protocol: req.protocol });
     ws.once('open', () => {
+      ws.pause(); // the client's first frames wait for the handler
       const dataStream = new DataStream(ws);
-      try {
-        stream.handler = HANDLERS[req.protocol](dataStream, {
+      const start = (startHandler: HandlerFactory) => {
+        stream.handler = startHandler(dataStream, {
           sessionId: req.session_id,
           log: slog,
           config,
@@ -89,10 +91,17 @@ export function createStreamDialer(
           uploadJournal: deps.uploadJournal,
         });
         slog.info('stream started');
-      } catch (err) {
-        slog.error('could not start the handler', { err: (err as Error).message });
-        dataStream.close(STREAM_CLOSE.internalError, `the device could not start ${req.protocol}`);
-      }
+      };
+      handlerLoaded
+        .then((startHandler) => {
+          if (ws.readyState !== WebSocket.OPEN) return;
+          ws.resume();
+          start(startHandler);
+        })
+        .catch((err: Error) => {
+          slog.error('could not start the handler', { err: err.message });
+          dataStream.close(STREAM_CLOSE.internalError, `the device could not start ${req.protocol}`);
+        });
     });
     ws.on('error', (err) => slog.warn('stream socket error', { err: err.message }));
     ws.once('close', (code) => {

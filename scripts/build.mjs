@@ -8,13 +8,16 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 const { version } = JSON.parse(await readFile('package.json', 'utf8'));
 
 // `tether` itself is a launcher: `tether --version` answers without loading the client, the
-// server or the agent (scripts and packagers ask it often; loading the bundle doubled its time).
+// server or the agent (scripts and packagers ask it often; loading the bundle doubled its time),
+// and `tether agent` runs the lean agent bundle, so that a device's agent holds nothing else.
 const LAUNCHER = `#!/usr/bin/env node
-// The tether command (built by scripts/build.mjs): --version answers here, the rest is tether-main.cjs.
+// The tether command (built by scripts/build.mjs): --version answers here, 'tether agent' is
+// tether-agent.js, the rest is tether-main.cjs.
 'use strict';
 const args = process.argv.slice(2);
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) process.stdout.write(${JSON.stringify(`${version}
 `)});
+else if (args[0] === 'agent') require('./tether-agent.js');
 else require('./tether-main.cjs');
 `;
 

@@ -10,7 +10,7 @@ import { shellResize, type ShellExit } from '../../shared/session-stream';
 import { ExitMarkerScanner } from './exit-marker';
 import { signalSession } from './process-session';
 import { createPtyInput } from './pty-input';
-import { spawnWrappedShell } from './shell-pool';
+import { createShellPool, spawnWrappedShell } from './shell-pool';
 import type { Handler, HandlerFactory } from '../protocol-handler';
 
 /** After SIGHUP, how long the session's processes get before SIGKILL. */
@@ -18,7 +18,7 @@ const HANGUP_GRACE_MS = 1000;
 
 export const startShell: HandlerFactory = (stream, ctx): Handler => {
   // A pre-started shell has its prompt on screen already; otherwise start one now.
-  const { term, pid, nonce, shell, buffered, preStarted } = ctx.shells?.()?.take() ?? spawnWrappedShell();
+  const { term, pid, nonce, shell, buffered, preStarted } = ctx.shells?.(createShellPool)?.take() ?? spawnWrappedShell();
   const scanner = new ExitMarkerScanner(nonce);
   ctx.log.info('shell started', { shell, pid, pre_started: preStarted });
   let paused = false;

@@ -34,13 +34,26 @@ export function splice(a: Hop, b: Hop, options: SpliceOptions): Splice {
   function pipe(src: Hop, dst: Hop, direction: 'aToB' | 'bToA'): void {
     const out = dst.socket;
     dst.writtenFrom(src);
+    // libuv reads a busy socket several times (64 KiB each) in one turn of the event loop: what
+    // they bring leaves in one writev after them, not one write (and one wake-up of the reader
+    // on the other side) per read. setImmediate runs right after those reads, so a keystroke
+    // waits microseconds.
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      out.uncork();
+    };
     src.pipeTo({
-      begin: () => out.cork(),
+      begin() {
+        if (corked) return;
+        corked = true;
+        out.cork();
+        setImmediate(uncork);
+      },
       data: (chunk) => dst.write(chunk),
       payloadBytes: (bytes) => options.onBytes(direction, bytes),
       end() {
         dst.flushControl();
-        out.uncork();
         if (!ended && out.writableLength > options.highWaterMark) src.pause();
       },
     });

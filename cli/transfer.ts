@@ -11,6 +11,7 @@ import { downloadStart, uploadDone, uploadReady, type UploadDone } from '../shar
 import { createExtraction, type ExtractResult } from '../shared/tar-extract';
 import { packTree, type PackResult } from '../shared/tar-pack';
 import { CliError } from './errors';
+import { explainClose } from './explain-close';
 import { DeviceError, StreamClosedError, type ClientStream } from './stream';
 
 const SEND_HIGH_WATER = 4 * 1024 * 1024;
@@ -63,6 +64,8 @@ export interface UploadPlan {
 function transferFailure(what: 'upload' | 'download', err: unknown): unknown {
   if (err instanceof StreamClosedError) {
     const { closeCode: code, closeReason: reason } = err;
+    // Cut without a close frame: the broker had passed on part of a frame when its other side went away.
+    if (code === 1006) return new CliError(`the stream closed during the ${what}: ${explainClose(code, reason)}`, 'stream_closed');
     return new CliError(`the stream closed during the ${what} (${code}${reason ? `: ${reason}` : ''})`, 'stream_closed');
   }
   if (err instanceof DeviceError) return new CliError(`the device refused the ${what}: ${err.message}`, err.code);

@@ -84,7 +84,9 @@ describe('an agent killed in the middle of a transfer', () => {
       await waitFor(() => partFiles(local).some((p) => statSync(join(local, p)).size > 8 * MiB), 'the download under way');
       agent.kill('SIGKILL');
       expect((await cp.exited).code).toBe(1);
-      expect(cp.stderr.join('\n')).toMatch(/device connection lost/);
+      // Killed between two frames, the broker says why (1011); killed inside one (the broker
+      // forwards frames as they arrive), the client's connection is cut and the CLI says so.
+      expect(cp.stderr.join('\n')).toMatch(/device connection lost|the device behind it, went away in the middle of a message/);
       expect(listing(local)).toEqual([]);
       expect(listing(root)).toEqual(['huge.bin']);
       // the CLI closed its session on the way out, with exact counters

@@ -82,21 +82,18 @@ export function createStreamDialer(
     ws.once('open', () => {
       ws.pause(); // the client's first frames wait for the handler
       const dataStream = new DataStream(ws);
-      const start = (startHandler: HandlerFactory) => {
-        stream.handler = startHandler(dataStream, {
-          sessionId: req.session_id,
-          log: slog,
-          config,
-          shells: deps.shells,
-          uploadJournal: deps.uploadJournal,
-        });
-        slog.info('stream started');
-      };
       handlerLoaded
         .then((startHandler) => {
           if (ws.readyState !== WebSocket.OPEN) return;
           ws.resume();
-          start(startHandler);
+          stream.handler = startHandler(dataStream, {
+            sessionId: req.session_id,
+            log: slog,
+            config,
+            shells: deps.shells,
+            uploadJournal: deps.uploadJournal,
+          });
+          slog.info('stream started');
         })
         .catch((err: Error) => {
           slog.error('could not start the handler', { err: err.message });

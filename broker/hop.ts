@@ -113,7 +113,8 @@ export function acceptHop(
   return createHop(socket, head, options);
 }
 
-export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
+/** The hop of a socket whose handshake is complete (its `'error'` listener already set). */
+function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
   const graceMs = options.closeGraceMs ?? CLOSE_GRACE_MS;
   let state: HopState = 'open';
   let sink: HopSink | undefined;
@@ -134,7 +135,6 @@ export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Ho
   let resolveDone!: () => void;
   const done = new Promise<void>((resolve) => (resolveDone = resolve));
 
-  if (socket.listenerCount('error') === 0) socket.on('error', options.onSocketError);
   const net = socket as Partial<Socket>;
   net.setNoDelay?.(true);
   net.setTimeout?.(0);
@@ -258,10 +258,11 @@ export function createHop(socket: Duplex, head: Buffer, options: HopOptions): Ho
     flushControl() {
       if (state !== 'open') return;
       if (pendingClose) {
-        if (!midFrame()) sendClose(pendingClose.code, pendingClose.reason, false);
-        else if (!sourceAlive()) hangUp();
-        else return;
+        if (midFrame() && sourceAlive()) return;
+        // The frame ended (close frame), or never will (sendClose cuts the connection).
+        const { code, reason } = pendingClose;
         pendingClose = undefined;
+        sendClose(code, reason, false);
         return;
       }
       if (!midFrame() && unansweredPing !== undefined) {

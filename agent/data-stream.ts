@@ -11,6 +11,7 @@ import { closeOnce } from '../shared/ws-close';
 
 export const DATA_STREAM_HIGH_WATER = 4 * 1024 * 1024;
 export const DATA_STREAM_LOW_WATER = 1024 * 1024;
+const BINARY_WRITABLE_HIGH_WATER = 1024 * 1024;
 
 export interface DataStreamEvents {
   text: [data: string];
@@ -106,7 +107,9 @@ export class DataStream extends EventEmitter<DataStreamEvents> {
   /** A Writable whose chunks go out as binary frames, honouring the stream's backpressure. */
   binaryWritable(): Writable {
     return new Writable({
-      highWaterMark: 64 * 1024,
+      // Room for a whole read chunk (1 MiB): with less, every chunk of a download made the packer
+      // wait a turn for 'drain', and the socket got smaller writes (BENCHMARKS.md, issue 14).
+      highWaterMark: BINARY_WRITABLE_HIGH_WATER,
       write: (chunk: Buffer, _encoding, callback) => {
         if (this.closed) return callback(new Error('the stream closed'));
         if (this.sendBinary(chunk)) return callback();

@@ -108,6 +108,7 @@ if (mode === 'relay') {
     const ws = new WebSocket(`${url!.replace('http', 'ws')}${AGENT_STREAM_PATH}`, AGENT_SUBPROTOCOL, {
       headers: { ...headers, 'x-tether-stream-id': msg.stream_id },
       perMessageDeflate: false,
+      ...maskingFor(url!), // as the real agent masks its frames
     });
     ws.on('open', () => pump(ws, Number(bytes), () => ws.close()));
   });

@@ -3,7 +3,7 @@
  * bare `node -e 0`, the p50 of interleaved runs (a pair per round, so a drifting machine moves
  * both), and the ratio to bare node (target: --version at most 2x).
  */
-import { percentile, round, TETHER, wallMs, type Result } from './lib';
+import { median, round, TETHER, wallMs, type Result } from './lib';
 
 const nodeMs = (args: string[]) => wallMs(process.execPath, args);
 
@@ -16,10 +16,9 @@ export function startupBench(rounds: number): Result[] {
     times.version.push(nodeMs([TETHER, '--version']));
     times.help.push(nodeMs([TETHER, '--help']));
   }
-  const p50 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
-  const node = p50(times.node);
-  const version = p50(times.version);
-  const help = p50(times.help);
+  const node = median(times.node);
+  const version = median(times.version);
+  const help = median(times.help);
   return [
     { section: 'startup', name: 'bare node -e 0 p50', value: round(node), unit: 'ms', target: '-', met: null },
     { section: 'startup', name: 'tether --version p50', value: round(version), unit: 'ms', target: '<= 2x bare node', met: version <= 2 * node },

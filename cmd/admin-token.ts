@@ -3,14 +3,14 @@
  * database on the server host, for when `admin.token` is lost. It works while the server runs
  * (WAL lets both write; the server finds the new token on its first use) and while it does not.
  */
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ADMIN_TOKEN_FILE } from '../api/identity/bootstrap';
 import { createIdentity } from '../api/identity/identity';
-import { BackupError, LATEST_SCHEMA, schemaVersionOf } from '../api/store/backup';
-import { DB_FILE } from '../api/store/db';
+import { LATEST_SCHEMA, schemaVersionOf } from '../api/store/backup';
 import { openStore, type Store } from '../api/store/index';
 import { CliError } from '../cli/errors';
+import { asCommandError, existingDatabase } from './backup';
 
 /** The administrators that may be named, for the message when the one asked for is not. */
 function administrators(store: Store): string {
@@ -23,14 +23,11 @@ function administrators(store: Store): string {
 
 /** Checked before opening the store, because opening it would migrate it under a running server. */
 function requireCurrentSchema(dataDir: string): void {
-  const file = join(dataDir, DB_FILE);
-  if (!existsSync(file)) throw new CliError(`no tether database in ${dataDir} (set --data-dir, or TETHER_DATA_DIR)`, 'not_found');
   let version: number;
   try {
-    version = schemaVersionOf(file);
+    version = schemaVersionOf(existingDatabase(dataDir));
   } catch (err) {
-    if (err instanceof BackupError) throw new CliError(err.message, err.code);
-    throw err;
+    throw asCommandError(err);
   }
   if (version !== LATEST_SCHEMA) {
     throw new CliError(

@@ -14,22 +14,31 @@ type Print = (line: string) => void;
 
 const described = ({ bytes, schemaVersion }: DatabaseCopy) => `${bytes} bytes, schema version ${schemaVersion}`;
 
-/** BackupError's code and message, as the command's failure. */
+/** A BackupError as the command's failure (its code and message); any other error as it is. */
+export function asCommandError(err: unknown): unknown {
+  return err instanceof BackupError ? new CliError(err.message, err.code) : err;
+}
+
 async function asCommand<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (err) {
-    if (err instanceof BackupError) throw new CliError(err.message, err.code);
-    throw err;
+    throw asCommandError(err);
   }
+}
+
+/** The database file of `dataDir`; a command that needs one fails when there is none. */
+export function existingDatabase(dataDir: string): string {
+  const file = join(dataDir, DB_FILE);
+  if (!existsSync(file)) throw new CliError(`no tether database in ${dataDir} (set --data-dir, or TETHER_DATA_DIR)`, 'not_found');
+  return file;
 }
 
 /** Copies `<dataDir>/tether.db` to `file` (mode 0600); an existing file only with `force`. */
 export function backup(dataDir: string, file: string, force: boolean, print: Print): Promise<void> {
   return asCommand(async () => {
-    const source = join(dataDir, DB_FILE);
+    const source = existingDatabase(dataDir);
     const target = resolve(file);
-    if (!existsSync(source)) throw new CliError(`no tether database in ${dataDir} (set --data-dir, or TETHER_DATA_DIR)`, 'not_found');
     if (!force && existsSync(target)) throw new CliError(`${target} already exists (--force overwrites it)`, 'exists');
     const copy = await copyDatabase(source, target, force);
     print(`wrote ${target} (${described(copy)})`);

@@ -33,6 +33,8 @@ export interface FrameSpec {
   lengthForm?: 7 | 16 | 64;
   /** The length the header claims, when it lies about the payload. */
   declaredLength?: bigint;
+  /** The masking key of a masked frame; default random (all zeros is what our clients send on loopback). */
+  key?: Buffer;
 }
 
 export function encodeFrame(spec: FrameSpec): Buffer {
@@ -58,7 +60,7 @@ export function encodeFrame(spec: FrameSpec): Buffer {
     head.writeBigUInt64BE(declared & 0xffff_ffff_ffff_ffffn, 2);
   }
   if (!masked) return Buffer.concat([head, payload]);
-  const key = randomBytes(4);
+  const key = spec.key ?? randomBytes(4);
   const body = Buffer.from(payload.map((b, i) => b ^ key[i % 4]!));
   return Buffer.concat([head, key, body]);
 }

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createFrameForwarder, OPCODE, type ControlFrame, type FrameErrorKind } from '../../../broker/frame-relay';
+import { encodeFrame } from '../../helpers/raw-ws';
 
 interface Frame {
   fin: boolean;
@@ -24,19 +25,16 @@ const ZERO_KEY = Buffer.alloc(4);
 
 /** Encodes one frame as a peer would send it. */
 function encode(spec: FrameSpec): Buffer {
-  const { payload, key } = spec;
-  const bits = spec.rawLength64 !== undefined ? 64 : (spec.lengthBits ?? (payload.length < 126 ? 7 : payload.length < 0x10000 ? 16 : 64));
-  const ext = bits === 7 ? 0 : bits === 16 ? 2 : 8;
-  const header = Buffer.alloc(2 + ext + (key ? 4 : 0));
-  header[0] = (spec.fin ? 0x80 : 0) | ((spec.rsv ?? 0) << 4) | spec.opcode;
-  header[1] = (key ? 0x80 : 0) | (bits === 7 ? payload.length : bits === 16 ? 126 : 127);
-  if (bits === 16) header.writeUInt16BE(payload.length, 2);
-  if (bits === 64) header.writeBigUInt64BE(spec.rawLength64 ?? BigInt(payload.length), 2);
-  if (!key) return Buffer.concat([header, payload]);
-  key.copy(header, 2 + ext);
-  const masked = Buffer.from(payload);
-  for (let i = 0; i < masked.length; i++) masked[i] ^= key[i & 3];
-  return Buffer.concat([header, masked]);
+  const { key, rawLength64, lengthBits } = spec;
+  return encodeFrame({
+    fin: spec.fin,
+    rsv: spec.rsv,
+    opcode: spec.opcode,
+    payload: spec.payload,
+    masked: key !== null,
+    ...(key ? { key } : {}),
+    ...(rawLength64 !== undefined ? { lengthForm: 64, declaredLength: rawLength64 } : lengthBits ? { lengthForm: lengthBits } : {}),
+  });
 }
 
 /** An independent, strict decoder of what the broker sends: unmasked frames, minimal lengths. */

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { isUniqueViolation } from '../../../../api/store/index';
 import { isLastAdministratorViolation } from '../../../../api/store/users';
 import type { Role } from '../../../../api/roles';
-import { storeForEachTest } from '../../../helpers/store';
+import { failure, storeForEachTest } from '../../../helpers/store';
 
 const at = '2026-01-01T00:00:00.000Z';
 
@@ -79,7 +79,7 @@ describe('user repository', () => {
     expect(store.users.wasDeleted('ann')).toBe(true);
     expect(store.users.count()).toBe(1); // a data dir with only deleted users is not empty: no second bootstrap
     expect(store.db.prepare("SELECT password_hash, deleted_at FROM users WHERE username = 'ann'").get()).toEqual({ password_hash: null, deleted_at: at });
-    expect(isUniqueViolation(thrown(() => store.users.insert({ username: 'ann', role: null, kind: 'human', created_at: at }, null)))).toBe(true);
+    expect(isUniqueViolation(failure(() => store.users.insert({ username: 'ann', role: null, kind: 'human', created_at: at }, null)))).toBe(true);
   });
 
   it('replaces a password hash', () => {
@@ -99,7 +99,7 @@ describe('user repository', () => {
     for (const change of [() => store.users.update('root', { disabled: true }), () => store.users.update('root', { role: 'developer' }),
       () => store.users.update('root', { role: null }), () => store.users.markDeleted('root', at),
       () => store.db.prepare("DELETE FROM users WHERE username = 'root'").run()]) {
-      const err = thrown(change);
+      const err = failure(change);
       expect(isLastAdministratorViolation(err), String(err)).toBe(true);
     }
     expect(store.users.get('root')).toMatchObject({ role: 'administrator', disabled: false });
@@ -109,20 +109,10 @@ describe('user repository', () => {
     // a deleted administrator does not count either
     store.users.update('ops', { disabled: false });
     store.users.markDeleted('ops', at);
-    expect(isLastAdministratorViolation(thrown(() => store.users.update('root', { disabled: true })))).toBe(true);
+    expect(isLastAdministratorViolation(failure(() => store.users.update('root', { disabled: true })))).toBe(true);
     // once another is promoted, root may step down
     store.users.update('dev', { role: 'administrator', disabled: false });
     expect(store.users.update('root', { role: 'developer' })).toMatchObject({ role: 'developer' });
     expect(isLastAdministratorViolation(new Error('last enabled administrator'))).toBe(false);
   });
 });
-
-/** The error `fn` throws; fails the test if it throws none. */
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected an error');
-}

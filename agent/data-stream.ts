@@ -6,8 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
-import { WebSocket, type RawData } from 'ws';
-import { closeOnce } from '../shared/ws-close';
+import type { StreamSocket } from '../shared/ws-client';
 
 export const DATA_STREAM_HIGH_WATER = 4 * 1024 * 1024;
 export const DATA_STREAM_LOW_WATER = 1024 * 1024;
@@ -15,6 +14,7 @@ const BINARY_WRITABLE_HIGH_WATER = 1024 * 1024;
 
 export interface DataStreamEvents {
   text: [data: string];
+  /** The client's binary bytes as they arrive (message boundaries are not kept). */
   binary: [data: Buffer];
   close: [code: number, reason: string];
   drain: [];
@@ -22,32 +22,26 @@ export interface DataStreamEvents {
   idle: [];
 }
 
-const toBuffer = (data: RawData): Buffer =>
-  Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-
 export class DataStream extends EventEmitter<DataStreamEvents> {
   #pending = 0;
   #closed = false;
 
   constructor(
-    private readonly ws: WebSocket,
+    private readonly ws: StreamSocket,
     private readonly highWaterMark = DATA_STREAM_HIGH_WATER,
     private readonly lowWaterMark = DATA_STREAM_LOW_WATER,
   ) {
     super();
-    ws.on('message', (data, isBinary) => {
-      if (isBinary) this.emit('binary', toBuffer(data));
-      else this.emit('text', toBuffer(data).toString('utf8'));
-    });
+    ws.on('binary', (data) => this.emit('binary', data));
+    ws.on('text', (text) => this.emit('text', text));
     ws.once('close', (code, reason) => {
       this.#closed = true;
-      this.emit('close', code, reason.toString());
+      this.emit('close', code, reason);
     });
-    ws.on('error', () => {}); // 'close' follows and says enough
   }
 
   get closed(): boolean {
-    return this.#closed || this.ws.readyState !== WebSocket.OPEN;
+    return this.#closed || this.ws.state !== 'open';
   }
 
   /** Bytes accepted but not yet written. */
@@ -55,11 +49,11 @@ export class DataStream extends EventEmitter<DataStreamEvents> {
     return this.#pending;
   }
 
-  #send(data: Buffer | string, binary: boolean): boolean {
+  #send(data: Buffer | string): boolean {
     if (this.closed) return false;
     const size = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
     this.#pending += size;
-    this.ws.send(data, { binary }, () => {
+    this.ws.send(data, () => {
       const above = this.#pending > this.lowWaterMark;
       this.#pending -= size;
       if (above && this.#pending <= this.lowWaterMark) this.emit('drain');
@@ -69,16 +63,16 @@ export class DataStream extends EventEmitter<DataStreamEvents> {
   }
 
   sendBinary(data: Buffer): boolean {
-    return this.#send(data, true);
+    return this.#send(data);
   }
 
   sendJson(message: unknown): boolean {
-    return this.#send(JSON.stringify(message), false);
+    return this.#send(JSON.stringify(message));
   }
 
   /** Stops reading the peer's frames (they wait in the kernel and, beyond, at the peer). */
   pause(): void {
-    if (!this.ws.isPaused && this.ws.readyState === WebSocket.OPEN) this.ws.pause();
+    this.ws.pause();
   }
 
   resume(): void {
@@ -101,7 +95,7 @@ export class DataStream extends EventEmitter<DataStreamEvents> {
 
   /** Ends the stream once (later calls do nothing); the reason is cut to fit a close frame. */
   close(code: number, reason: string): void {
-    closeOnce(this.ws, code, reason);
+    this.ws.close(code, reason);
   }
 
   /** A Writable whose chunks go out as binary frames, honouring the stream's backpressure. */

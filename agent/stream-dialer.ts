@@ -4,14 +4,12 @@
  * it, and ends it when the client leaves, the session closes or expires, or the agent stops.
  * Refuses streams beyond `maxSessions` (docs/control-channel.md, data streams).
  */
-import { WebSocket } from 'ws';
 import type { Logger } from '../shared/log';
 import type { StagingJournal } from '../shared/tar-extract';
 import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/control-channel';
 import { STREAM_CLOSE, STREAM_END } from '../shared/session-stream';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
-import { closeOnce } from '../shared/ws-close';
-import { maskingFor } from '../shared/ws-mask';
+import { connectStreamSocket, type StreamSocket } from '../shared/ws-client';
 import type { AgentConfig } from './config';
 import { DataStream } from './data-stream';
 import type { Handler, HandlerContext, HandlerFactory } from './protocol-handler';
@@ -30,7 +28,9 @@ const HANDLERS: Record<SessionProtocol, () => Promise<HandlerFactory>> = {
 interface ActiveStream {
   streamId: string;
   sessionId: string;
-  ws: WebSocket;
+  /** Gives up the connection attempt while there is no socket yet. */
+  dialing: AbortController;
+  socket?: StreamSocket;
   handler?: Handler;
 }
 
@@ -64,53 +64,63 @@ export function createStreamDialer(
       return;
     }
     const handlerLoaded = HANDLERS[req.protocol]();
-    const ws = new WebSocket(config.streamUrl, AGENT_SUBPROTOCOL, {
+    const dialing = new AbortController();
+    const stream: ActiveStream = { streamId: req.stream_id, sessionId: req.session_id, dialing };
+    active.set(req.stream_id, stream);
+    const slog = log.child({ session_id: req.session_id, protocol: req.protocol });
+    const connected = connectStreamSocket(config.streamUrl, {
+      protocol: AGENT_SUBPROTOCOL,
       headers: {
         authorization: `Bearer ${config.token}`,
         [AGENT_HEADERS.deviceId]: config.deviceId,
         [AGENT_HEADERS.agentVersion]: TETHER_VERSION,
         [AGENT_HEADERS.streamId]: req.stream_id,
       },
-      handshakeTimeout: 10_000,
+      handshakeTimeoutMs: 10_000,
       maxPayload: 4 * 1024 * 1024,
-      perMessageDeflate: false,
-      ...maskingFor(config.streamUrl),
+      signal: dialing.signal,
     });
-    const stream: ActiveStream = { streamId: req.stream_id, sessionId: req.session_id, ws };
-    active.set(req.stream_id, stream);
-    const slog = log.child({ session_id: req.session_id, protocol: req.protocol });
-    ws.once('open', () => {
-      ws.pause(); // the client's first frames wait for the handler
-      const dataStream = new DataStream(ws);
-      handlerLoaded
-        .then((startHandler) => {
-          if (ws.readyState !== WebSocket.OPEN) return;
-          ws.resume();
-          stream.handler = startHandler(dataStream, {
-            sessionId: req.session_id,
-            log: slog,
-            config,
-            shells: deps.shells,
-            uploadJournal: deps.uploadJournal,
-          });
-          slog.info('stream started');
-        })
-        .catch((err: Error) => {
-          slog.error('could not start the handler', { err: err.message });
-          dataStream.close(STREAM_CLOSE.internalError, `the device could not start ${req.protocol}`);
+    connected.then(
+      (socket) => {
+        if (active.get(req.stream_id) !== stream) return socket.terminate(); // ended while dialling
+        stream.socket = socket;
+        socket.pause(); // the client's first frames wait for the handler
+        const dataStream = new DataStream(socket);
+        socket.once('close', (code) => {
+          if (socket.error) slog.warn('stream socket error', { err: socket.error.message });
+          active.delete(req.stream_id);
+          slog.info('stream ended', { code });
+          void stream.handler?.stop('stream closed');
         });
-    });
-    ws.on('error', (err) => slog.warn('stream socket error', { err: err.message }));
-    ws.once('close', (code) => {
-      active.delete(req.stream_id);
-      slog.info('stream ended', { code });
-      void stream.handler?.stop('stream closed');
-    });
+        handlerLoaded
+          .then((startHandler) => {
+            if (socket.state !== 'open') return;
+            socket.resume();
+            stream.handler = startHandler(dataStream, {
+              sessionId: req.session_id,
+              log: slog,
+              config,
+              shells: deps.shells,
+              uploadJournal: deps.uploadJournal,
+            });
+            slog.info('stream started');
+          })
+          .catch((err: Error) => {
+            slog.error('could not start the handler', { err: err.message });
+            dataStream.close(STREAM_CLOSE.internalError, `the device could not start ${req.protocol}`);
+          });
+      },
+      (err: Error) => {
+        active.delete(req.stream_id);
+        if (!dialing.signal.aborted) slog.warn('could not open the stream', { err: err.message });
+      },
+    );
   }
 
   async function end(stream: ActiveStream, code: number, reason: string): Promise<void> {
     active.delete(stream.streamId);
-    closeOnce(stream.ws, code, reason);
+    if (stream.socket) stream.socket.close(code, reason);
+    else stream.dialing.abort();
     await stream.handler?.stop(reason);
   }
 

@@ -17,7 +17,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { fitCloseReason } from '../shared/ws-close';
 import { createFrameForwarder, OPCODE, type ControlFrame } from './frame-relay';
-import { encodeUnmaskedHeader } from './frame-relay/wire';
+import { encodeUnmaskedHeader } from '../shared/ws-frames/wire';
 import { completeHandshake } from './hop/handshake';
 
 /** Where the data frames a hop reads go (the splice's other side). */

@@ -5,7 +5,6 @@
  * shell's exit listeners. Text frames are parsed with the shared schemas; others are dropped.
  */
 import type * as z from 'zod/mini';
-import { WebSocket, type RawData } from 'ws';
 import { parseMessage } from '../shared/control-channel';
 import {
   deviceFrame,
@@ -17,7 +16,7 @@ import {
   type ShellExit,
   type ShellResize,
 } from '../shared/session-stream';
-import { maskingFor } from '../shared/ws-mask';
+import { connectStreamSocket, type StreamSocket } from '../shared/ws-client';
 import { CliError } from './errors';
 import { explainClose } from './explain-close';
 import { createMailbox, type Mailbox } from './mailbox';
@@ -57,7 +56,7 @@ export interface Call {
 
 export interface ClientStream {
   /** The socket, for bytes and their flow control (send, bufferedAmount, pause, resume). */
-  readonly ws: WebSocket;
+  readonly ws: StreamSocket;
   /** Resolves when the stream closes, with its code and reason. */
   readonly closed: Promise<{ code: number; reason: string }>;
   /** Sends a request and resolves with its one answer's result. */
@@ -67,13 +66,12 @@ export interface ClientStream {
   /** Sends the client's terminal size (shell). */
   resize(cols: number, rows: number): void;
   onShellExit(listener: (exit: ShellExit) => void): void;
+  /** The device's binary bytes as they arrive (message boundaries are not kept). */
   onBinary(listener: (data: Buffer) => void): void;
   close(): void;
 }
 
 type CallFrame = Response | DownloadDone;
-
-const toBuffer = (d: RawData) => (Array.isArray(d) ? Buffer.concat(d) : Buffer.isBuffer(d) ? d : Buffer.from(d));
 
 /** The result of an answer frame, or the error it carries. */
 function resultOf<T>(frame: CallFrame, schema: z.ZodMiniType<T> | undefined): T {
@@ -94,15 +92,10 @@ function downloadDoneOf(frame: CallFrame): DownloadDone {
 
 /** Connects to a session's stream; rejects with a readable error if it cannot. */
 export async function openStream(url: string): Promise<ClientStream> {
-  const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 16 * 1024 * 1024, ...maskingFor(url) });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
-    ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
-  );
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', (err) => reject(new CliError(`cannot connect to the session's stream: ${err.message}`, 'unreachable')));
+  const ws = await connectStreamSocket(url, { maxPayload: 16 * 1024 * 1024 }).catch((err: Error) => {
+    throw new CliError(`cannot connect to the session's stream: ${err.message}`, 'unreachable');
   });
-  ws.on('error', () => {}); // 'close' follows with the code
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason })));
 
   let nextId = 1;
   let closedWith: StreamClosedError | undefined;
@@ -110,13 +103,11 @@ export async function openStream(url: string): Promise<ClientStream> {
   const exitListeners: Array<(exit: ShellExit) => void> = [];
   const binaryListeners: Array<(data: Buffer) => void> = [];
 
-  ws.on('message', function streamOnMessage(data, isBinary) {
-    if (isBinary) {
-      const buf = toBuffer(data);
-      for (const l of binaryListeners) l(buf);
-      return;
-    }
-    const frame = parseMessage(deviceFrame, toBuffer(data).toString('utf8'));
+  ws.on('binary', function streamOnBinary(data) {
+    for (const l of binaryListeners) l(data);
+  });
+  ws.on('text', function streamOnText(text) {
+    const frame = parseMessage(deviceFrame, text);
     if (!frame) return;
     if ('type' in frame) for (const l of exitListeners) l(frame);
     else calls.get(frame.id)?.put(frame);
@@ -159,6 +150,6 @@ export async function openStream(url: string): Promise<ClientStream> {
     resize: (cols, rows) => send(frames.resize(cols, rows)),
     onShellExit: (l) => void exitListeners.push(l),
     onBinary: (l) => void binaryListeners.push(l),
-    close: () => ws.close(1000),
+    close: () => ws.close(1000, ''),
   };
 }

@@ -6,7 +6,7 @@
 import { lstat, opendir, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { WebSocket } from 'ws';
+import type { StreamSocket } from '../shared/ws-client';
 import { downloadStart, uploadDone, uploadReady, type UploadDone } from '../shared/session-stream';
 import { createExtraction, type ExtractResult } from '../shared/tar-extract';
 import { packTree, type PackResult } from '../shared/tar-pack';
@@ -32,18 +32,18 @@ export async function measure(path: string): Promise<{ files: number; bytes: num
 }
 
 /** A Writable whose chunks go out as binary frames, waiting while the socket is behind. */
-function socketWritable(ws: WebSocket): Writable {
+function socketWritable(ws: StreamSocket): Writable {
   return new Writable({
     highWaterMark: 256 * 1024,
     write(chunk: Buffer, _enc, callback) {
-      if (ws.readyState !== WebSocket.OPEN) return callback(new CliError('the stream closed during the upload', 'stream_closed'));
+      if (ws.state !== 'open') return callback(new CliError('the stream closed during the upload', 'stream_closed'));
       let called = false;
       const done = (err?: Error | null) => {
         if (called) return;
         called = true;
         callback(err);
       };
-      ws.send(chunk, { binary: true }, (err) => {
+      ws.send(chunk, (err) => {
         if (err) done(err);
         else if (ws.bufferedAmount <= SEND_HIGH_WATER) done();
       });

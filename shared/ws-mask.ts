@@ -10,6 +10,8 @@
  * ends (the frames stay valid: the mask bit is set, XOR with zero is the identity). Plain `ws:`
  * to any other host keeps random masks.
  *
+ * Session streams do not go through ws on our side (`shared/ws-client.ts`) but follow the same rule.
+ *
  * So ws's native masking helper (bufferutil) has almost nothing left to do: the broker sends
  * unmasked frames and our clients mask with zeros. tether does not install it; loading it cost
  * every process 3 MiB of memory (issue 14, agent idle memory).
@@ -26,8 +28,13 @@ function isLoopback(hostname: string): boolean {
   return isIP(host) === 4 && host.startsWith('127.');
 }
 
+/** Whether frames sent to `url` may carry an all-zero mask: over TLS or on the loopback interface. */
+export function zeroMaskFor(url: string): boolean {
+  const parsed = new URL(url);
+  return parsed.protocol === 'wss:' || isLoopback(parsed.hostname);
+}
+
 /** ws client options for `url`: an all-zero mask where masking protects nothing. */
 export function maskingFor(url: string): { generateMask?: (mask: Buffer) => void } {
-  const parsed = new URL(url);
-  return parsed.protocol === 'wss:' || isLoopback(parsed.hostname) ? { generateMask: zeroMask } : {};
+  return zeroMaskFor(url) ? { generateMask: zeroMask } : {};
 }

@@ -45,13 +45,13 @@ export async function shell(ctx: Context, device: string, flags: ShellFlags): Pr
     stdout.on('resize', sendResize); // Node turns SIGWINCH into this event
 
     stdin.on('data', (data: Buffer) => {
-      ws.send(data, { binary: true }, () => {
+      ws.send(data, () => {
         if (stdin.isPaused() && ws.bufferedAmount < INPUT_HIGH_WATER / 4 && !restored) stdin.resume();
       });
       if (ws.bufferedAmount > INPUT_HIGH_WATER) stdin.pause();
     });
     // Piped input that ends: the remote shell sees end-of-file, as a terminal's Ctrl-D would.
-    stdin.once('end', () => ws.send(Buffer.from([4]), { binary: true }));
+    stdin.once('end', () => ws.send(Buffer.from([4])));
     stdin.resume();
 
     stream.onBinary((data) => {

@@ -1,8 +1,8 @@
 /**
- * @module The bits of RFC 6455 §5.2 the frame relay reads and writes: opcodes, the header it
- * sends on its own hop (always unmasked, minimal length encoding, §5.1–§5.2), in-place unmasking
- * that can resume mid-key (§5.3), and the catalogue of protocol errors with their close codes
- * (§7.4.1: 1002 protocol error, 1009 message too big).
+ * @module The bits of RFC 6455 §5.2 our frame readers and writers share: opcodes, frame headers
+ * (unmasked as a server sends them, masked as a client does; minimal length encoding, §5.1–§5.2),
+ * in-place unmasking that can resume mid-key (§5.3), and the catalogue of protocol errors with
+ * their close codes (§7.4.1: 1002 protocol error, 1009 message too big).
  */
 
 export const OPCODE = { continuation: 0x0, text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
@@ -54,6 +54,16 @@ export function encodeUnmaskedHeader(fin: boolean, opcode: number, length: numbe
   header[1] = 127;
   header.writeUInt32BE(Math.floor(length / 2 ** 32), 2);
   header.writeUInt32BE(length >>> 0, 6);
+  return header;
+}
+
+/** A client's header (§5.1: clients mask): the unmasked header with the mask bit and `key` added. */
+export function encodeMaskedHeader(fin: boolean, opcode: number, length: number, key: Buffer): Buffer {
+  const bare = encodeUnmaskedHeader(fin, opcode, length);
+  const header = Buffer.allocUnsafe(bare.length + 4);
+  bare.copy(header);
+  header[1] |= 0x80;
+  key.copy(header, bare.length, 0, 4);
   return header;
 }
 

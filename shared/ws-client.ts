@@ -1,0 +1,337 @@
+/**
+ * @module The client end of a session stream, for the agent and the CLI: a WebSocket client
+ * (RFC 6455) that hands binary payloads on as the slices the socket read, as the broker's splice
+ * does (`shared/ws-frames/reader.ts`), instead of reassembling every frame as ws does (a copy and
+ * a fresh buffer per frame: a fifth of the CLI's time during a download, most of it garbage
+ * collection; BENCHMARKS.md, issue 14).
+ *
+ * What a session stream needs and nothing more: text messages arrive whole (JSON frames, at most
+ * `maxPayload`, checked as UTF-8); binary payloads arrive in pieces, their message boundaries not
+ * kept (no protocol gives them a meaning: shell bytes, tar streams). Pings are answered; the close
+ * handshake follows §7 (the server ends the TCP connection first; we end ours once both close
+ * frames have passed, and cut it if the peer does not answer a close in time). Frames are masked
+ * with a zero key where masking protects nothing (`shared/ws-mask.ts`), with a random one
+ * elsewhere. No extensions, no subprotocol negotiation beyond the one we offer.
+ */
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isUtf8 } from 'node:buffer';
+import type { Socket } from 'node:net';
+import { createFrameReader } from './ws-frames/reader';
+import { OPCODE, encodeMaskedHeader, unmaskInPlace } from './ws-frames/wire';
+import { fitCloseReason } from './ws-close';
+import { zeroMaskFor } from './ws-mask';
+
+const ACCEPT_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+const CLOSE_GRACE_MS = 5000;
+/** Below this a frame's header and payload go out as one buffer; above, as two writes in one writev. */
+const MERGE_BELOW = 16 * 1024;
+const ZERO_KEY = Buffer.alloc(4);
+
+export interface StreamSocketOptions {
+  /** Largest text message we accept (1009 above it). */
+  maxPayload: number;
+  /** The subprotocol to ask for; the server must choose it. */
+  protocol?: string;
+  headers?: Record<string, string>;
+  handshakeTimeoutMs?: number;
+  /** Aborting gives up the connection attempt (the promise rejects). */
+  signal?: AbortSignal;
+}
+
+export interface StreamSocketEvents {
+  /** A whole text message, valid UTF-8. */
+  text: [text: string];
+  /** The next bytes of binary messages, as they arrive. */
+  binary: [data: Buffer];
+  /** Once, when the connection is gone: the peer's close code and reason, or 1006 if it sent none. */
+  close: [code: number, reason: string];
+}
+
+export type StreamSocketState = 'open' | 'closing' | 'closed';
+
+/** Close codes a peer may send (RFC 6455 §7.4; ws `isValidStatusCode`). */
+const validPeerCode = (code: number): boolean =>
+  (code >= 1000 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
+
+/** The handshake failed: `status` is the server's HTTP answer when there was one. */
+export class HandshakeError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Dials `url` (`ws:` or `wss:`) and completes the opening handshake (§4.1); rejects with a
+ * HandshakeError naming what went wrong (the server's status, a wrong accept key, a timeout) or
+ * the socket's own error (refused, unreachable).
+ */
+export function connectStreamSocket(url: string, options: StreamSocketOptions): Promise<StreamSocket> {
+  const target = new URL(url);
+  const key = randomBytes(16).toString('base64');
+  const request = target.protocol === 'wss:' ? httpsRequest : httpRequest;
+  return new Promise<StreamSocket>((resolve, reject) => {
+    if (options.signal?.aborted) return reject(new HandshakeError('the connection attempt was given up'));
+    const req = request({
+      protocol: target.protocol === 'wss:' ? 'https:' : 'http:',
+      hostname: target.hostname.replace(/^\[|\]$/g, ''),
+      port: target.port,
+      path: `${target.pathname}${target.search}`,
+      agent: false,
+      headers: {
+        ...options.headers,
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': key,
+        ...(options.protocol ? { 'sec-websocket-protocol': options.protocol } : {}),
+      },
+    });
+    const fail = (err: Error) => {
+      options.signal?.removeEventListener('abort', onAbort);
+      req.destroy();
+      reject(err);
+    };
+    const onAbort = () => fail(new HandshakeError('the connection attempt was given up'));
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    req.on('error', fail);
+    req.setTimeout(options.handshakeTimeoutMs ?? 10_000, () => fail(new HandshakeError('Opening handshake has timed out')));
+    req.on('response', (res: IncomingMessage) => {
+      res.resume();
+      fail(new HandshakeError(`Unexpected server response: ${res.statusCode}`, res.statusCode));
+    });
+    req.on('upgrade', (res: IncomingMessage, socket: Socket, head: Buffer) => {
+      socket.on('error', () => {}); // replaced below; a socket never lacks a listener
+      options.signal?.removeEventListener('abort', onAbort);
+      const expected = createHash('sha1').update(key + ACCEPT_GUID).digest('base64');
+      const problem =
+        res.headers.upgrade?.toLowerCase() !== 'websocket'
+          ? 'Invalid Upgrade header'
+          : res.headers['sec-websocket-accept'] !== expected
+            ? 'Invalid Sec-WebSocket-Accept header'
+            : options.protocol && res.headers['sec-websocket-protocol'] !== options.protocol
+              ? 'Server sent no subprotocol or another one'
+              : undefined;
+      if (problem) {
+        socket.destroy();
+        return reject(new HandshakeError(problem, res.statusCode));
+      }
+      resolve(new StreamSocket(socket, head, zeroMaskFor(url), options.maxPayload));
+    });
+    req.end();
+  });
+}
+
+export class StreamSocket extends EventEmitter<StreamSocketEvents> {
+  #state: StreamSocketState = 'open';
+  #closeSent = false;
+  #closeReceived: { code: number; reason: string } | undefined;
+  #graceTimer: NodeJS.Timeout | undefined;
+  /** The last socket error, for logs ('close' follows it). */
+  error: Error | undefined;
+
+  readonly #socket: Socket;
+  readonly #zeroMask: boolean;
+  readonly #reader;
+  /** The kind of message being read, and a text message's pieces so far. */
+  #message: 'text' | 'binary' | undefined;
+  #textParts: Buffer[] = [];
+  /** Whether the frame being read ends its message, and how much of its payload is still to come. */
+  #frameFin = false;
+  #frameLeft = 0;
+  /** After a protocol error: the peer's frames are no longer read. */
+  #discarding = false;
+  #paused = false;
+
+  constructor(socket: Socket, head: Buffer, zeroMask: boolean, maxPayload: number) {
+    super();
+    this.#socket = socket;
+    this.#zeroMask = zeroMask;
+    socket.removeAllListeners('error');
+    socket.on('error', (err) => (this.error = err));
+    socket.setNoDelay(true);
+    socket.setTimeout(0);
+    this.#reader = createFrameReader({
+      expectMasked: false,
+      maxPayload,
+      onFrame: (fin, opcode, length) => this.#frame(fin, opcode, length),
+      onPayload: (slice) => this.#payload(slice),
+      onControl: ({ opcode, payload }) => this.#control(opcode, payload),
+      onProtocolError: (code, reason) => this.#fail(code, reason),
+    });
+    // Paused until the caller, who gets this object a turn later, has had a chance to listen or to
+    // pause it; bytes that came with the handshake wait in the socket's buffer.
+    socket.pause();
+    if (head.length > 0) socket.unshift(head);
+    setImmediate(() => {
+      if (!this.#paused) socket.resume();
+    });
+    socket.on('data', (chunk: Buffer) => {
+      if (!this.#discarding) this.#reader.push(chunk);
+    });
+    socket.on('end', () => {
+      // The peer ended its side: without a close frame before, the stream was cut (1006).
+      if (this.#state === 'open') this.#state = 'closing';
+      this.#hangUp();
+    });
+    socket.on('close', () => {
+      this.#state = 'closed';
+      clearTimeout(this.#graceTimer);
+      const { code, reason } = this.#closeReceived ?? { code: 1006, reason: '' };
+      this.emit('close', code, reason);
+    });
+  }
+
+  #frame(fin: boolean, opcode: number, length: number): void {
+    if (opcode !== OPCODE.continuation) {
+      this.#message = opcode === OPCODE.text ? 'text' : 'binary';
+      this.#textParts = [];
+    }
+    this.#frameFin = fin;
+    this.#frameLeft = length;
+    if (length === 0 && fin) this.#endMessage();
+  }
+
+  #payload(slice: Buffer): void {
+    // Read buffers are fresh for every read, so a slice may be kept (a text message's pieces).
+    if (this.#message === 'text') this.#textParts.push(slice);
+    else this.emit('binary', slice);
+    this.#frameLeft -= slice.length;
+    if (this.#frameLeft === 0 && this.#frameFin) this.#endMessage();
+  }
+
+  #endMessage(): void {
+    if (this.#message === 'text') {
+      const text = this.#textParts.length === 1 ? this.#textParts[0]! : Buffer.concat(this.#textParts);
+      this.#textParts = [];
+      if (!isUtf8(text)) return this.#fail(1007, 'text is not UTF-8');
+      this.emit('text', text.toString('utf8'));
+    }
+    this.#message = undefined;
+  }
+
+  get state(): StreamSocketState {
+    return this.#state;
+  }
+
+  /** Bytes handed to `send` and not yet written to the kernel. */
+  get bufferedAmount(): number {
+    return this.#socket.writableLength;
+  }
+
+  get isPaused(): boolean {
+    return this.#paused;
+  }
+
+  /** Stops reading the peer's frames (they wait in the kernel and, beyond, at the peer). */
+  pause(): void {
+    if (this.#state !== 'open') return;
+    this.#paused = true;
+    this.#socket.pause();
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#socket.resume();
+  }
+
+  /**
+   * Sends one message: a Buffer as binary, a string as text. `callback` runs once it is written
+   * to the kernel, or with an error if the stream is not open.
+   */
+  send(data: Buffer | string, callback?: (err?: Error) => void): void {
+    if (this.#state !== 'open' || this.#closeSent) {
+      if (callback) process.nextTick(callback, new Error('the stream is not open'));
+      return;
+    }
+    const binary = typeof data !== 'string';
+    this.#write(binary ? OPCODE.binary : OPCODE.text, binary ? data : Buffer.from(data), callback);
+  }
+
+  /** Starts the close handshake once; the connection is cut if the peer does not answer in time. */
+  close(code: number, reason: string, graceMs = CLOSE_GRACE_MS): void {
+    if (this.#state !== 'open') return;
+    this.#state = 'closing';
+    this.resume(); // or the peer's close frame would never be read
+    this.#sendClose(code, reason);
+    this.#armGrace(graceMs);
+  }
+
+  /** Cuts the connection. */
+  terminate(): void {
+    this.#socket.destroy();
+  }
+
+  #write(opcode: number, payload: Buffer, callback?: (err?: Error) => void): void {
+    const key = this.#zeroMask ? ZERO_KEY : randomFillSync(Buffer.allocUnsafe(4));
+    const header = encodeMaskedHeader(true, opcode, payload.length, key);
+    const cb = callback ? (err?: Error | null) => callback(err ?? undefined) : undefined;
+    if (!this.#zeroMask) {
+      const frame = Buffer.concat([header, payload]);
+      unmaskInPlace(frame.subarray(header.length), key, 0); // XOR is its own inverse
+      this.#socket.write(frame, cb);
+    } else if (payload.length < MERGE_BELOW) {
+      this.#socket.write(Buffer.concat([header, payload]), cb);
+    } else {
+      this.#socket.cork();
+      this.#socket.write(header);
+      this.#socket.write(payload, cb);
+      this.#socket.uncork();
+    }
+  }
+
+  #sendClose(code: number, reason: string): void {
+    if (this.#closeSent || this.#socket.writableEnded) return;
+    this.#closeSent = true;
+    let payload = Buffer.alloc(0);
+    if (code !== 1005) {
+      const text = Buffer.from(fitCloseReason(reason));
+      payload = Buffer.allocUnsafe(2 + text.length);
+      payload.writeUInt16BE(code, 0);
+      text.copy(payload, 2);
+    }
+    this.#write(OPCODE.close, payload);
+  }
+
+  #control(opcode: number, payload: Buffer): void {
+    if (opcode === OPCODE.ping) {
+      if (this.#state === 'open' && !this.#closeSent) this.#write(OPCODE.pong, payload);
+      return;
+    }
+    if (opcode !== OPCODE.close) return;
+    const code = payload.length >= 2 ? payload.readUInt16BE(0) : 1005;
+    if (payload.length >= 2 && !validPeerCode(code)) return this.#fail(1002, 'invalid close code');
+    if (payload.length > 2 && !isUtf8(payload.subarray(2))) return this.#fail(1007, 'close reason is not UTF-8');
+    this.#closeReceived = { code, reason: payload.subarray(2).toString() };
+    if (this.#state === 'open') this.#state = 'closing';
+    // Echo the code (§5.5.1); both close frames have passed, so our side of the connection ends.
+    this.#sendClose(code, '');
+    this.#hangUp();
+    this.#armGrace(CLOSE_GRACE_MS);
+  }
+
+  /** The peer broke the protocol: close with `code` and stop reading its frames. */
+  #fail(code: number, reason: string): void {
+    this.#discarding = true;
+    this.#closeReceived ??= { code, reason };
+    if (this.#state === 'open') this.#state = 'closing';
+    this.#sendClose(code, reason);
+    this.#hangUp();
+    this.#armGrace(CLOSE_GRACE_MS);
+  }
+
+  #hangUp(): void {
+    if (!this.#socket.writableEnded) this.#socket.end();
+    this.resume(); // read on, to see the peer's FIN
+  }
+
+  #armGrace(ms: number): void {
+    this.#graceTimer ??= setTimeout(() => this.#socket.destroy(), ms);
+    this.#graceTimer.unref();
+  }
+}

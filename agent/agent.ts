@@ -6,7 +6,6 @@
  * refusals of a wrong token once (docs/settings.md, agent).
  */
 import { hostname } from 'node:os';
-import { WebSocket } from 'ws';
 import { createBackoff, type Backoff } from '../shared/backoff';
 import type { Logger } from '../shared/log';
 import {
@@ -18,6 +17,7 @@ import {
   type BrokerToAgentMessage,
 } from '../shared/control-channel';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
+import { connectStreamSocket, HandshakeError, type StreamSocket } from '../shared/ws-client';
 import type { AgentConfig } from './config';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';
 import { createStreamDialer } from './stream-dialer';
@@ -53,7 +53,9 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   const reconnect = createReconnectPolicy({ backoff, longMs: deps.refusedRetryMs });
   let heartbeatMs = deps.heartbeatMs ?? 20_000;
   let state: AgentState = 'stopped';
-  let ws: WebSocket | undefined;
+  let ws: StreamSocket | undefined;
+  /** The connection attempt under way, to give up when the agent stops. */
+  let dialing: AbortController | undefined;
   let reconnectTimer: NodeJS.Timeout | undefined;
   let livenessTimer: NodeJS.Timeout | undefined;
   let connectedAt = 0;
@@ -80,11 +82,11 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   }
 
   function send(msg: AgentToBrokerMessage): void {
-    if (ws?.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+    if (ws?.state === 'open') ws.send(JSON.stringify(msg));
   }
 
   /** The broker pings every heartbeat; silence for 2.5 of them means the link is dead. */
-  function armLiveness(socket: WebSocket): void {
+  function armLiveness(socket: StreamSocket): void {
     clearTimeout(livenessTimer);
     livenessTimer = setTimeout(() => {
       log.warn('no heartbeat from the broker; reconnecting', { silent_ms: heartbeatMs * 2.5 });
@@ -125,77 +127,73 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     reconnectTimer = undefined;
     if (state === 'stopped') return;
     setState('connecting');
-    const socket = new WebSocket(config.connectUrl, AGENT_SUBPROTOCOL, {
+    const attempt = new AbortController();
+    dialing = attempt;
+    connectStreamSocket(config.connectUrl, {
+      protocol: AGENT_SUBPROTOCOL,
       headers: {
         authorization: `Bearer ${config.token}`,
         [AGENT_HEADERS.deviceId]: config.deviceId,
         [AGENT_HEADERS.agentVersion]: TETHER_VERSION,
       },
-      handshakeTimeout: 10_000,
+      handshakeTimeoutMs: 10_000,
       maxPayload: 1024 * 1024,
-      perMessageDeflate: false,
+      signal: attempt.signal,
+    }).then(opened, function onConnectFailed(err: Error) {
+      dialing = undefined;
+      if (state === 'stopped') return;
+      if (err instanceof HandshakeError && err.status !== undefined) {
+        retry({ refusal: { status: err.status, message: refusalMessage(err.body ?? '') } });
+      } else {
+        retry({ failure: err.message });
+      }
     });
-    ws = socket;
-    /** How this try failed, for its one log line. */
-    let refusal: { status: number; message: string } | undefined;
-    let failure: string | undefined;
+  }
 
-    socket.on('open', function onOpen() {
-      connectedAt = performance.now();
-      if (reconnect.connected()) log.info('the server accepts this agent\'s token again');
-      setState('connected');
-      armLiveness(socket);
-    });
+  function opened(socket: StreamSocket): void {
+    dialing = undefined;
+    if (state === 'stopped') return socket.terminate();
+    ws = socket;
+    connectedAt = performance.now();
+    if (reconnect.connected()) log.info('the server accepts this agent\'s token again');
+    setState('connected');
+    armLiveness(socket);
     socket.on('ping', () => armLiveness(socket));
-    socket.on('message', function onBrokerMessage(data, isBinary) {
+    socket.on('text', function onBrokerMessage(text) {
       armLiveness(socket);
-      const msg = isBinary ? undefined : parseMessage(brokerToAgentMessage, data.toString());
+      const msg = parseMessage(brokerToAgentMessage, text);
       if (msg) onMessage(msg);
       else log.warn('ignoring an unknown control message from the broker');
     });
-    socket.on('unexpected-response', function onRefused(req, res) {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.length < 16 && chunks.push(c));
-      // 'close', not 'end': a refusal cut short in its body (a proxy dropping the connection
-      // mid-answer) never ends, and ws would then leave this socket CONNECTING for ever, its
-      // handshake timer gone with the connection: the agent would never dial again.
-      res.once('close', function onRefusalOver() {
-        let message = Buffer.concat(chunks).toString('utf8');
-        try {
-          message = (JSON.parse(message) as { message?: string }).message ?? message;
-        } catch {
-          // not JSON: log the text as it came
-        }
-        refusal = { status: res.statusCode ?? 0, message };
-        req.destroy();
-        socket.terminate();
-      });
-    });
-    // After a refusal the error is our own terminate(), and the refusal is what gets logged.
-    socket.on('error', (err) => void (failure ??= err.message));
-    socket.on('close', function onClose(code, reason) {
+    socket.on('binary', () => log.warn('ignoring binary bytes on the control channel'));
+    socket.once('close', function onClose(code, reason) {
       clearTimeout(livenessTimer);
       if (ws === socket) ws = undefined;
-      const opened = connectedAt > 0;
-      if (opened) backoff.connectionEnded(performance.now() - connectedAt);
+      backoff.connectionEnded(performance.now() - connectedAt);
       connectedAt = 0;
       if (code === AGENT_CLOSE.deviceDeleted) log.error('this device was deleted from the registry');
       if (state === 'stopped') return;
-      const next = reconnect.failed(refusal?.status);
-      const delay_ms = next.delayMs;
-      if (next.changed) log.error(tokenRefusedMessage(config.deviceId, formatWait(reconnect.longMs)), { status: 401, refusals: next.refusals });
-      // One line per try; while the token is refused, only at debug (the line above said it all).
-      const quiet = next.mode === 'token_refused' || refusal?.status === 401;
-      if (opened) {
-        log.info('disconnected from broker; reconnecting', { code, reason: reason.toString(), err: failure, delay_ms });
-      } else if (refusal) {
-        log[quiet ? 'debug' : 'error']('broker refused the agent', { ...refusal, delay_ms, host: hostname() });
-      } else {
-        log[quiet ? 'debug' : 'warn']('connection to broker failed; reconnecting', { err: failure, delay_ms });
-      }
-      setState('waiting');
-      reconnectTimer = setTimeout(connect, delay_ms);
+      retry({ closed: { code, reason, err: socket.error?.message } });
     });
+  }
+
+  /** Logs how the connection or the try ended (one line), and dials again after the backoff. */
+  function retry(how: { closed?: { code: number; reason: string; err?: string }; refusal?: { status: number; message: string }; failure?: string }): void {
+    const { closed, refusal, failure } = how;
+    const next = reconnect.failed(refusal?.status);
+    const delay_ms = next.delayMs;
+    if (next.changed) log.error(tokenRefusedMessage(config.deviceId, formatWait(reconnect.longMs)), { status: 401, refusals: next.refusals });
+    // One line per try; while the token is refused, only at debug (the line above said it all).
+    const quiet = next.mode === 'token_refused' || refusal?.status === 401;
+    if (closed) {
+      log.info('disconnected from broker; reconnecting', { ...closed, delay_ms });
+    } else if (refusal) {
+      log[quiet ? 'debug' : 'error']('broker refused the agent', { ...refusal, delay_ms, host: hostname() });
+    } else {
+      log[quiet ? 'debug' : 'warn']('connection to broker failed; reconnecting', { err: failure, delay_ms });
+    }
+    setState('waiting');
+    reconnectTimer = setTimeout(connect, delay_ms);
   }
 
   return {
@@ -217,16 +215,16 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
       shells?.stop();
       shells = undefined;
       uploads?.close();
+      dialing?.abort();
       const socket = ws;
-      if (!socket || socket.readyState === WebSocket.CLOSED) return;
+      if (!socket || socket.state === 'closed') return;
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => socket.terminate(), 2000);
         socket.once('close', () => {
           clearTimeout(force);
           resolve();
         });
-        if (socket.readyState === WebSocket.CONNECTING) socket.terminate();
-        else socket.close(1000, 'agent stopping');
+        socket.close(1000, 'agent stopping');
       });
     },
 
@@ -238,6 +236,15 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   };
 }
 export type Agent = ReturnType<typeof createAgent>;
+
+/** The message of a refusal's JSON body (`{"message": …}`), or its text as it came. */
+function refusalMessage(body: string): string {
+  try {
+    return (JSON.parse(body) as { message?: string }).message ?? body;
+  } catch {
+    return body; // not JSON: log the text as it came
+  }
+}
 
 /** What an operator reads once when the server keeps refusing the token (401), and what to do. */
 function tokenRefusedMessage(deviceId: string, every: string): string {

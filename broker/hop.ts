@@ -15,7 +15,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { fitCloseReason } from '../shared/ws-close';
+import { closePayload } from '../shared/ws-close';
 import { createFrameForwarder, OPCODE, type ControlFrame } from './frame-relay';
 import { encodeUnmaskedHeader } from '../shared/ws-frames/wire';
 import { completeHandshake } from './hop/handshake';
@@ -86,15 +86,6 @@ const CLOSE_GRACE_MS = 5000;
 /** Close codes a peer may send (RFC 6455 §7.4; ws `isValidStatusCode`). */
 const validPeerCode = (code: number): boolean =>
   (code >= 1000 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
-
-const closePayload = (code: number, reason: string): Buffer => {
-  if (code === 1005) return Buffer.alloc(0);
-  const text = Buffer.from(fitCloseReason(reason));
-  const payload = Buffer.allocUnsafe(2 + text.length);
-  payload.writeUInt16BE(code, 0);
-  text.copy(payload, 2);
-  return payload;
-};
 
 const frame = (opcode: number, payload: Buffer): Buffer => Buffer.concat([encodeUnmaskedHeader(true, opcode, payload.length), payload]);
 

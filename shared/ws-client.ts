@@ -21,7 +21,7 @@ import { isUtf8 } from 'node:buffer';
 import type { Socket } from 'node:net';
 import { createFrameReader } from './ws-frames/reader';
 import { OPCODE, encodeMaskedHeader, unmaskInPlace } from './ws-frames/wire';
-import { fitCloseReason } from './ws-close';
+import { closePayload } from './ws-close';
 import { zeroMaskFor } from './ws-mask';
 
 const ACCEPT_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
@@ -46,6 +46,8 @@ export interface StreamSocketEvents {
   text: [text: string];
   /** The next bytes of binary messages, as they arrive. */
   binary: [data: Buffer];
+  /** The peer pinged (and was answered). */
+  ping: [];
   /** Once, when the connection is gone: the peer's close code and reason, or 1006 if it sent none. */
   close: [code: number, reason: string];
 }
@@ -56,15 +58,19 @@ export type StreamSocketState = 'open' | 'closing' | 'closed';
 const validPeerCode = (code: number): boolean =>
   (code >= 1000 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
 
-/** The handshake failed: `status` is the server's HTTP answer when there was one. */
+/** The handshake failed: `status` and `body` are the server's HTTP answer when there was one. */
 export class HandshakeError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+    /** The start of the answer's body (at most 64 KiB), as text. */
+    readonly body?: string,
   ) {
     super(message);
   }
 }
+
+const MAX_REFUSAL_BODY = 64 * 1024;
 
 /**
  * Dials `url` (`ws:` or `wss:`) and completes the opening handshake (§4.1); rejects with a
@@ -102,8 +108,18 @@ export function connectStreamSocket(url: string, options: StreamSocketOptions): 
     req.on('error', fail);
     req.setTimeout(options.handshakeTimeoutMs ?? 10_000, () => fail(new HandshakeError('Opening handshake has timed out')));
     req.on('response', (res: IncomingMessage) => {
-      res.resume();
-      fail(new HandshakeError(`Unexpected server response: ${res.statusCode}`, res.statusCode));
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        if (size < MAX_REFUSAL_BODY) chunks.push(chunk);
+        size += chunk.length;
+      });
+      // 'close', not 'end': a refusal cut short in its body (a proxy dropping the connection
+      // mid-answer) never ends.
+      res.once('close', () => {
+        const body = Buffer.concat(chunks).subarray(0, MAX_REFUSAL_BODY).toString('utf8');
+        fail(new HandshakeError(`Unexpected server response: ${res.statusCode}`, res.statusCode, body));
+      });
     });
     req.on('upgrade', (res: IncomingMessage, socket: Socket, head: Buffer) => {
       socket.on('error', () => {}); // replaced below; a socket never lacks a listener
@@ -288,19 +304,13 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
   #sendClose(code: number, reason: string): void {
     if (this.#closeSent || this.#socket.writableEnded) return;
     this.#closeSent = true;
-    let payload = Buffer.alloc(0);
-    if (code !== 1005) {
-      const text = Buffer.from(fitCloseReason(reason));
-      payload = Buffer.allocUnsafe(2 + text.length);
-      payload.writeUInt16BE(code, 0);
-      text.copy(payload, 2);
-    }
-    this.#write(OPCODE.close, payload);
+    this.#write(OPCODE.close, closePayload(code, reason));
   }
 
   #control(opcode: number, payload: Buffer): void {
     if (opcode === OPCODE.ping) {
       if (this.#state === 'open' && !this.#closeSent) this.#write(OPCODE.pong, payload);
+      this.emit('ping');
       return;
     }
     if (opcode !== OPCODE.close) return;

@@ -1,9 +1,7 @@
 /**
- * @module Ending a WebSocket exactly once, the same way on every side (broker, agent, client):
- * a close frame with a code and a reason cut to fit, and a hard stop if the peer does not answer
- * it in time. A paused socket is resumed first, or it would never read the peer's close frame.
+ * @module Close frames the same way on every side (broker, agent, client): a code and a reason
+ * cut to fit (RFC 6455 §5.5.1), and which codes may be passed on to a peer.
  */
-import { WebSocket } from 'ws';
 
 /** A close frame's reason holds at most 123 bytes (RFC 6455 §5.5: 125 with the code). */
 const MAX_REASON_BYTES = 123;
@@ -29,16 +27,12 @@ export function sendableCode(code: number, fallback: number): number {
   return code === 1000 || code === 1001 || code === 1011 || (code >= 3000 && code <= 4999) ? code : fallback;
 }
 
-/** Closes a socket politely, and for good if the peer does not answer the close in time. */
-export function closeOnce(ws: WebSocket, code: number, reason: string, graceMs = 5000): void {
-  if (ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) return;
-  if (ws.isPaused) ws.resume();
-  if (ws.readyState === WebSocket.CONNECTING) {
-    ws.terminate();
-    return;
-  }
-  ws.close(code, fitCloseReason(reason));
-  const timer = setTimeout(() => ws.terminate(), graceMs);
-  timer.unref();
-  ws.once('close', () => clearTimeout(timer));
+/** A close frame's payload: the code and the reason cut to fit; none at all for 1005 (no code). */
+export function closePayload(code: number, reason: string): Buffer {
+  if (code === 1005) return Buffer.alloc(0);
+  const text = Buffer.from(fitCloseReason(reason));
+  const payload = Buffer.allocUnsafe(2 + text.length);
+  payload.writeUInt16BE(code, 0);
+  text.copy(payload, 2);
+  return payload;
 }

@@ -30,6 +30,7 @@ export interface FrameForwarderOptions {
 export interface FrameForwarder {
   /** Feeds bytes read from the socket. Masked payloads in `chunk` are unmasked in place. */
   push(chunk: Buffer): void;
+  stop(): void;
   /** True after a close frame or a protocol error: further bytes are ignored. */
   readonly stopped: boolean;
   /**

@@ -31,7 +31,7 @@ const MERGE_BELOW = 16 * 1024;
 const ZERO_KEY = Buffer.alloc(4);
 
 export interface StreamSocketOptions {
-  /** Largest text message we accept (1009 above it). */
+  /** Largest message we accept, text or binary, summed over its fragments (1009 above it). */
   maxPayload: number;
   /** The subprotocol to ask for; the server must choose it. */
   protocol?: string;
@@ -98,7 +98,10 @@ export function connectStreamSocket(url: string, options: StreamSocketOptions): 
         ...(options.protocol ? { 'sec-websocket-protocol': options.protocol } : {}),
       },
     });
+    // The whole handshake, TCP connect included (req.setTimeout would start only once connected).
+    const timer = setTimeout(() => fail(new HandshakeError('Opening handshake has timed out')), options.handshakeTimeoutMs ?? 10_000);
     const fail = (err: Error) => {
+      clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
       req.destroy();
       reject(err);
@@ -106,7 +109,6 @@ export function connectStreamSocket(url: string, options: StreamSocketOptions): 
     const onAbort = () => fail(new HandshakeError('the connection attempt was given up'));
     options.signal?.addEventListener('abort', onAbort, { once: true });
     req.on('error', fail);
-    req.setTimeout(options.handshakeTimeoutMs ?? 10_000, () => fail(new HandshakeError('Opening handshake has timed out')));
     req.on('response', (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -123,6 +125,7 @@ export function connectStreamSocket(url: string, options: StreamSocketOptions): 
     });
     req.on('upgrade', (res: IncomingMessage, socket: Socket, head: Buffer) => {
       socket.on('error', () => {}); // replaced below; a socket never lacks a listener
+      clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
       const expected = createHash('sha1').update(key + ACCEPT_GUID).digest('base64');
       const problem =
@@ -160,8 +163,6 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
   /** Whether the frame being read ends its message, and how much of its payload is still to come. */
   #frameFin = false;
   #frameLeft = 0;
-  /** After a protocol error: the peer's frames are no longer read. */
-  #discarding = false;
   #paused = false;
 
   constructor(socket: Socket, head: Buffer, zeroMask: boolean, maxPayload: number) {
@@ -188,7 +189,7 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
       if (!this.#paused) socket.resume();
     });
     socket.on('data', (chunk: Buffer) => {
-      if (!this.#discarding) this.#reader.push(chunk);
+      this.#reader.push(chunk); // after a protocol error the reader reads nothing more
     });
     socket.on('end', () => {
       // The peer ended its side: without a close frame before, the stream was cut (1006).
@@ -327,7 +328,7 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
 
   /** The peer broke the protocol: close with `code` and stop reading its frames. */
   #fail(code: number, reason: string): void {
-    this.#discarding = true;
+    this.#reader.stop(); // nothing more from the chunk being read either
     this.#closeReceived ??= { code, reason };
     if (this.#state === 'open') this.#state = 'closing';
     this.#sendClose(code, reason);

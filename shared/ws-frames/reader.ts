@@ -47,8 +47,10 @@ export interface FrameReaderOptions {
 export interface FrameReader {
   /** Feeds bytes read from the socket. Masked payloads in `chunk` are unmasked in place. */
   push(chunk: Buffer): void;
-  /** True after a close frame or a protocol error: further bytes are ignored. */
+  /** True after a close frame, a protocol error or `stop()`: further bytes are ignored. */
   readonly stopped: boolean;
+  /** Reads nothing more, from the rest of the chunk being read on (a problem found above the framing). */
+  stop(): void;
   /** True while a data frame's header has been handed on but not all its payload. */
   readonly midFrame: boolean;
 }
@@ -193,6 +195,9 @@ export function createFrameReader(options: FrameReaderOptions): FrameReader {
     },
     get stopped() {
       return stopped;
+    },
+    stop() {
+      stopped = true;
     },
     get midFrame() {
       return inPayload && control === undefined;

@@ -141,16 +141,23 @@ export async function timeToShellBench(server: ServerProcess, sessions: number):
       await call(`${server.url}/v1/users`, 'POST', server.token, { username: `bench-pe-${i}`, role: 'platform-engineer' });
       users.push((await call(`${server.url}/v1/tokens`, 'POST', server.token, { username: `bench-pe-${i}` })).body.data.token);
     }
+    /** One shell session: milliseconds from the POST to the first byte of the prompt. */
+    const once = async (i: number) => {
+      const token = users[i % users.length]!;
+      const { ws, sessionId, firstByte } = await openShell(server, 'bench-tts', token);
+      ws.close();
+      await call(`${server.url}/v1/remote-access/sessions/${sessionId}`, 'DELETE', token);
+      return firstByte;
+    };
+    // The agent pre-starts shells from its first shell session on: that one waits for a login
+    // shell's own start-up. It is reported on its own; the percentiles are of the sessions after.
+    const cold = await once(0);
     const times: number[] = [];
-    for (let i = 0; i < sessions; i++) {
+    for (let i = 1; i <= sessions; i++) {
       // Half a second apart, as people open shells; back to back, each session would wait for
       // the agent's next pre-started shell to finish its own start-up.
       await sleep(SESSION_GAP_MS);
-      const token = users[i % users.length]!;
-      const { ws, sessionId, firstByte } = await openShell(server, 'bench-tts', token);
-      times.push(firstByte);
-      ws.close();
-      await call(`${server.url}/v1/remote-access/sessions/${sessionId}`, 'DELETE', token);
+      times.push(await once(i));
     }
     times.sort((a, b) => a - b);
     const p50 = percentile(times, 50);
@@ -158,6 +165,7 @@ export async function timeToShellBench(server: ServerProcess, sessions: number):
     return [
       { section: 'time to shell', name: `POST to first prompt byte p50 (${sessions} sessions)`, value: round(p50, 1), unit: 'ms', target: '<= 15', met: p50 <= 15 },
       { section: 'time to shell', name: 'POST to first prompt byte p99', value: round(p99, 1), unit: 'ms', target: '<= 50', met: p99 <= 50 },
+      { section: 'time to shell', name: 'first shell session after the agent starts (no pre-started shell yet)', value: round(cold, 1), unit: 'ms', target: 'reported', met: null },
       ...(await sshTrue(Math.min(20, sessions))),
     ];
   } finally {

@@ -12,10 +12,12 @@ async function readStdin(): Promise<string> {
 function askHidden(question: string): Promise<string> {
   const stdin = process.stdin;
   return new Promise((resolve, reject) => {
-    process.stderr.write(question);
     let value = '';
     const wasRaw = stdin.isRaw;
+    // Echo goes off before the question is shown, as getpass(3) does: an answer typed the moment
+    // the question appears must never reach the screen.
     stdin.setRawMode(true);
+    process.stderr.write(question);
     stdin.resume();
     const finish = (err?: Error) => {
       stdin.off('data', onData);

@@ -231,6 +231,19 @@ function inspect(doc: Document, lines: LineCounter): { problems: ErrorDetail[]; 
   return { problems: details, nodes };
 }
 
+/**
+ * The first line of one of the YAML library's syntax errors, without its position (the detail
+ * carries the line) and without the name of a JavaScript error it wraps (a tag that is not a
+ * valid URI comes as `URIError: URI malformed`): the client learns what is wrong with its text,
+ * never what the server runs on.
+ */
+function syntaxMessage(message: string): string {
+  return message
+    .split('\n')[0]!
+    .replace(/ at line \d+, column \d+:?$/, '')
+    .replace(/\b[A-Z][A-Za-z]*Error: /g, '');
+}
+
 /** Parses and validates a service spec; the details name every problem with its path and line. */
 export function parseSpec(text: string): SpecResult {
   const shape = shapeProblem(text);
@@ -244,7 +257,7 @@ export function parseSpec(text: string): SpecResult {
       ok: false,
       details: doc.errors.map((e) => ({
         path: '(root)',
-        message: `YAML syntax error: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`,
+        message: `YAML syntax error: ${syntaxMessage(e.message)}`,
         ...(e.linePos ? { line: e.linePos[0].line } : {}),
       })),
     };

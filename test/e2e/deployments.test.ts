@@ -144,6 +144,11 @@ describe('apply', () => {
     expect(broken.status).toBe(422);
     expect(broken.body.details[0]).toMatchObject({ path: '(root)', message: expect.stringContaining('YAML syntax error'), line: expect.any(Number) });
     expect((await apply(dev, 'dev', '- just\n- a list\n')).body.details[0].message).toContain('mapping');
+    // A tag that is not a valid URI: the library wraps a URIError; its class name stays inside.
+    const badTag = await apply(dev, 'dev', ': >!foo !!omap %YAML 1.1\n---\n');
+    expect(badTag.status).toBe(422);
+    expect(badTag.body.details).toContainEqual({ path: '(root)', message: 'YAML syntax error: URI malformed', line: 1 });
+    expect(badTag.text).not.toMatch(/[A-Za-z]+Error:/);
     expect((await stack.admin.get('/v1/services/web?env=dev')).status).toBe(404); // nothing applied
   });
 

@@ -2,8 +2,13 @@
  * @module The client's HTTP calls to the tether API: on 429 it waits the `Retry-After` it was
  * given and tries again (saying so); on 500 it shows the request id; every other error becomes a
  * CliError carrying the API's error code and message (docs/http-api.md, errors).
+ *
+ * On `node:http` rather than `fetch`: the first `fetch` of a process loads undici, about 20 ms
+ * of every command's start-up (BENCHMARKS.md, command start-up).
  */
-import { z } from 'zod';
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import * as z from 'zod/mini';
 import type { Problem } from '../shared/zod-issues';
 import { CliError } from './errors';
 
@@ -18,7 +23,7 @@ export interface ApiErrorBody {
 const errorBodySchema = z.object({
   error: z.string(),
   message: z.string(),
-  details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  details: z.optional(z.array(z.object({ path: z.string(), message: z.string() }))),
 });
 
 /**
@@ -61,42 +66,74 @@ function errorBodyOf(parsed: unknown, status: number): ApiErrorBody {
   return { ...body.data, status };
 }
 
+/** One answer: its status, headers and whole body as text. */
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+}
+
+const header = (headers: IncomingHttpHeaders, name: string): string | null => {
+  const value = headers[name];
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+};
+
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const notice = options.notice ?? ((line: string) => process.stderr.write(`${line}\n`));
   const maxRetries = options.maxRateLimitRetries ?? 5;
+  const base = URL.canParse(options.server) ? new URL(options.server) : undefined;
+  const secure = base?.protocol === 'https:';
+  // Kept-alive sockets are unreferenced while idle, so they never hold a command open.
+  const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
 
-  async function fetchOnce(method: string, path: string, body: unknown): Promise<Response> {
-    try {
-      return await fetch(`${options.server}${path}`, {
-        method,
-        headers: {
-          ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+  function fetchOnce(method: string, path: string, body: unknown): Promise<Answer> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise<Answer>((resolve, reject) => {
+      const unreachable = (why: string) => reject(new CliError(`cannot reach ${options.server}: ${why}`, 'unreachable'));
+      if (!base || (base.protocol !== 'http:' && base.protocol !== 'https:')) return unreachable('not an http:// or https:// URL');
+      const req = (secure ? httpsRequest : httpRequest)(
+        new URL(`${base.pathname.replace(/\/+$/, '')}${path}`, base),
+        {
+          method,
+          agent,
+          headers: {
+            ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+            ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+          },
         },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        ...(options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {}),
-      });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-      throw new CliError(`cannot reach ${options.server}: ${cause}`, 'unreachable');
-    }
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('error', () => {}); // 'close' says what happened
+          res.on('close', () => {
+            if (!res.complete) return unreachable('the connection was cut during the answer');
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') });
+          });
+        },
+      );
+      // The whole request, connect and answer included, as AbortSignal.timeout did for fetch.
+      const timer = options.timeoutMs ? setTimeout(() => req.destroy(Object.assign(new Error('timed out'), { code: 'timed out' })), options.timeoutMs) : undefined;
+      req.on('close', () => clearTimeout(timer));
+      req.on('error', (err: NodeJS.ErrnoException) => unreachable(err.code ?? err.message));
+      req.end(payload);
+    });
   }
 
   async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const res = await fetchOnce(method, path, body);
-      const text = await res.text();
+      const text = res.text;
       let parsed: unknown;
       try {
         parsed = text ? JSON.parse(text) : undefined;
       } catch {
         throw new CliError(`unexpected answer from ${options.server} (HTTP ${res.status}); is it a tether server?`, 'bad_answer');
       }
-      if (res.ok) return (parsed as { data?: T } | undefined)?.data as T;
-      const requestId = res.headers.get('x-request-id');
+      if (res.status >= 200 && res.status < 300) return (parsed as { data?: T } | undefined)?.data as T;
+      const requestId = header(res.headers, 'x-request-id');
       const errorBody = errorBodyOf(parsed, res.status);
       if (res.status === 429 && attempt < maxRetries) {
-        const wait = Math.max(1, Number(res.headers.get('retry-after')) || 1);
+        const wait = Math.max(1, Number(header(res.headers, 'retry-after')) || 1);
         notice(`rate limited by the server; waiting ${wait} s before trying again`);
         await sleep(wait * 1000);
         continue;

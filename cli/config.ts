@@ -6,20 +6,18 @@
 import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { CliError } from './errors';
 
 // Fields this client does not know are kept: a file shared with other tools or versions survives.
-const fileSchema = z
-  .object({
-    server: z.string().optional(),
-    token: z.string().optional(),
-    /** The stored token's id, to revoke it (`tether logout`). */
-    token_id: z.string().optional(),
-    username: z.string().optional(),
-    expires_at: z.string().nullable().optional(),
-  })
-  .passthrough();
+const fileSchema = z.looseObject({
+  server: z.optional(z.string()),
+  token: z.optional(z.string()),
+  /** The stored token's id, to revoke it (`tether logout`). */
+  token_id: z.optional(z.string()),
+  username: z.optional(z.string()),
+  expires_at: z.optional(z.nullable(z.string())),
+});
 export type StoredConfig = z.infer<typeof fileSchema>;
 
 export interface Credentials {

@@ -4,7 +4,7 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { DEFAULT_DATA_DIR } from './server-config';
+import { DEFAULT_DATA_DIR } from './server-defaults';
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
 

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { problemsOf, type Problem } from '../shared/zod-issues';
 import { LOG_LEVELS } from '../shared/log';
 import { didYouMean, ENV_PREFIX, KNOWN_SETTINGS, unknownSettings } from '../shared/settings-names';
+import { DEFAULT_DATA_DIR } from './server-defaults';
 
 /** Every setting, by its name in a config file. */
 const fileSchema = z.strictObject({
@@ -17,7 +18,7 @@ const fileSchema = z.strictObject({
     .string()
     .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080')
     .default('127.0.0.1:8080'),
-  data_dir: z.string().min(1).default('./data'),
+  data_dir: z.string().min(1).default(DEFAULT_DATA_DIR),
   public_url: z.url({ protocol: /^https?$/ }).optional(),
   bootstrap_token: z
     .string()
@@ -50,8 +51,6 @@ export class ConfigError extends Error {
 /** Every setting's name in a config file (`TETHER_` + upper case in the environment). */
 export const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof ServerSettings>;
 
-/** Where the database lives unless TETHER_DATA_DIR or `data_dir` says otherwise. */
-export const DEFAULT_DATA_DIR = fileSchema.shape.data_dir.parse(undefined);
 
 const envName = (key: string) => `${ENV_PREFIX}${key.toUpperCase()}`;
 

@@ -10,11 +10,12 @@ import { registerClientCommands } from '../cli/index';
 import { TETHER_VERSION } from '../shared/version';
 import { addAgentOptions, agentFlagsOf } from './agent-options';
 import { registerHostCommands } from './host-commands';
-import { ConfigError, loadServerConfig } from './server-config';
 
 class UsageError extends Error {}
 
 async function runServer(configFile: string | undefined): Promise<void> {
+  // Loaded only for `tether server` (YAML and zod: a fifth of a client command's start-up).
+  const { ConfigError, loadServerConfig } = await import('./server-config');
   let config;
   try {
     config = loadServerConfig(process.env, configFile);

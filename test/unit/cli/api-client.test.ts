@@ -82,5 +82,29 @@ describe('api client', () => {
     expect(await failure('/v1/bare')).toMatchObject({ code: 'unknown', status: 418, message: 'HTTP 418' });
     const unreachable = await createApiClient({ server: 'http://127.0.0.1:1' }).request('GET', '/v1/ok').catch((e: unknown) => e);
     expect(unreachable).toMatchObject({ code: 'unreachable' });
+    for (const server of ['localhost:8080', 'ftp://127.0.0.1', 'not a url']) {
+      const refused = await createApiClient({ server }).request('GET', '/v1/ok').catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: 'unreachable', message: `cannot reach ${server}: not an http:// or https:// URL` });
+    }
+  });
+
+  it('sends a JSON body with its length, and keeps a server\'s base path', async () => {
+    const seen: Array<{ url?: string; type?: string; length?: string; body: string }> = [];
+    const echo = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        seen.push({ url: req.url, type: req.headers['content-type'], length: req.headers['content-length'], body });
+        json(res, 201, { data: { ok: true } });
+      });
+    });
+    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+    try {
+      const base = `http://127.0.0.1:${(echo.address() as AddressInfo).port}/tether/`;
+      expect(await createApiClient({ server: base }).request('POST', '/v1/things', { name: 'é' })).toEqual({ ok: true });
+      expect(seen).toEqual([{ url: '/tether/v1/things', type: 'application/json', length: '13', body: '{"name":"é"}' }]);
+    } finally {
+      await new Promise<void>((r) => echo.close(() => r()));
+    }
   });
 });

@@ -16,6 +16,14 @@ import { MAX_ENTRY_NAME } from '../tar-names';
 import { TransferError } from '../transfer-error';
 import type { Staging } from './staging';
 
+/**
+ * Bytes a file being written may hold before its source waits. The write stream writes whatever
+ * waits in one writev once the write before it is done: with 256 KiB, a download wrote a few
+ * 64 KiB socket reads per trip to the thread pool and ran at 0.8 of the speed it has with 4 MiB
+ * (BENCHMARKS.md, issue 14); more measured the same.
+ */
+const FILE_WRITE_HIGH_WATER = 4 * 1024 * 1024;
+
 /** A symbolic link to make once the whole archive is judged. */
 export interface PlannedLink {
   kind: 'link';
@@ -132,7 +140,7 @@ export function createEntryPlan(realRoot: string, targetDir: string, staging: St
           done(null, chunk);
         },
       });
-      await pipeline(stream, counter, createWriteStream('', { fd: handle.fd, autoClose: false, highWaterMark: 256 * 1024 }));
+      await pipeline(stream, counter, createWriteStream('', { fd: handle.fd, autoClose: false, highWaterMark: FILE_WRITE_HIGH_WATER }));
       await handle.sync();
     } finally {
       await handle.close();

@@ -6,25 +6,29 @@
  * as `tether agent`, with the same options, and an agent's process holds only the agent, not the
  * client, the server and their libraries (issue 14: about 20 MiB less resident memory at idle).
  */
-import { Command, CommanderError } from 'commander';
 import { TETHER_VERSION } from '../shared/version';
-import { addAgentOptions, agentFlagsOf } from './agent-options';
+import { AgentUsageError, parseAgentArgs } from './agent-args';
 import { runAgent } from './run-agent';
 
 const viaTether = require.main !== module;
 const name = viaTether ? 'tether' : 'tether-agent';
-const root = new Command(name).version(TETHER_VERSION).exitOverride();
-const command = viaTether ? root.command('agent').description('run the device agent').exitOverride() : root;
-if (!viaTether) command.description('the tether device agent: keeps a connection to the broker and serves sessions');
+const command = viaTether
+  ? { usage: 'tether agent', description: 'run the device agent', version: false }
+  : { usage: 'tether-agent', description: 'the tether device agent: keeps a connection to the broker and serves sessions', version: true };
 
-addAgentOptions(command).action(async (opts: Record<string, string | undefined>) => {
-  await runAgent(agentFlagsOf(opts), process.env);
-  process.exit(0);
-});
+async function main(): Promise<void> {
+  // After `tether` the first argument is the command's name.
+  const parsed = parseAgentArgs(process.argv.slice(viaTether ? 3 : 2), command);
+  if (parsed.kind === 'help') return void process.stdout.write(parsed.text);
+  if (parsed.kind === 'version') return void process.stdout.write(`${TETHER_VERSION}\n`);
+  await runAgent(parsed.flags, process.env);
+}
 
-root.parseAsync(process.argv).catch((err: Error) => {
-  // --help and --version end here with code 0; usage mistakes with 2, as every tether command.
-  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : 2);
-  process.stderr.write(`${name}: ${err.message}\n`);
-  process.exit(2);
-});
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    // Usage mistakes and settings the agent cannot start with exit 2, as every tether command's.
+    process.stderr.write(`${name}${err instanceof AgentUsageError && viaTether ? ' agent' : ''}: ${err.message}\n`);
+    process.exit(2);
+  },
+);

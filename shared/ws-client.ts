@@ -16,7 +16,6 @@
 import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { isUtf8 } from 'node:buffer';
 import type { Socket } from 'node:net';
 import { createFrameReader } from './ws-frames/reader';
@@ -77,10 +76,12 @@ const MAX_REFUSAL_BODY = 64 * 1024;
  * HandshakeError naming what went wrong (the server's status, a wrong accept key, a timeout) or
  * the socket's own error (refused, unreachable).
  */
-export function connectStreamSocket(url: string, options: StreamSocketOptions): Promise<StreamSocket> {
+export async function connectStreamSocket(url: string, options: StreamSocketOptions): Promise<StreamSocket> {
   const target = new URL(url);
   const key = randomBytes(16).toString('base64');
-  const request = target.protocol === 'wss:' ? httpsRequest : httpRequest;
+  // TLS loads only for wss: an agent on plain ws (a broker behind a TLS proxy on the same host,
+  // or loopback) does not carry it (about 1 MiB of resident memory; BENCHMARKS.md, issue 14).
+  const request = target.protocol === 'wss:' ? (await import('node:https')).request : httpRequest;
   return new Promise<StreamSocket>((resolve, reject) => {
     if (options.signal?.aborted) return reject(new HandshakeError('the connection attempt was given up'));
     const req = request({

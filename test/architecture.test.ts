@@ -111,6 +111,13 @@ describe('the agent bundle', () => {
     expect(Object.keys(inputs).filter((path) => packagePath(path).startsWith('node_modules/zod/v4/classic/'))).toEqual([]);
   });
 
+  // commander, and the child_process it loads, cost an idle agent 3 MiB; util.parseArgs reads the
+  // same option table (cmd/agent-args.ts).
+  it('holds no option library', async () => {
+    const { inputs } = await agentBundle();
+    expect(Object.keys(inputs).filter((path) => packagePath(path).startsWith('node_modules/commander/'))).toEqual([]);
+  });
+
   // A locale holds kilobytes of messages; the index that re-exports them leaves a few bytes.
   it("holds zod's English messages only, not every locale", async () => {
     const [output] = Object.values((await agentBundle()).outputs);

@@ -16,6 +16,7 @@ import {
   type AgentToBrokerMessage,
   type BrokerToAgentMessage,
 } from '../shared/control-channel';
+import { formatTarget } from '../shared/forward-targets';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { connectStreamSocket, HandshakeError, type StreamSocket } from '../shared/ws-client';
 import type { AgentConfig } from './config';
@@ -135,6 +136,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
         authorization: `Bearer ${config.token}`,
         [AGENT_HEADERS.deviceId]: config.deviceId,
         [AGENT_HEADERS.agentVersion]: TETHER_VERSION,
+        [AGENT_HEADERS.forwardAllow]: config.forwardAllow.map(formatTarget).join(','),
       },
       handshakeTimeoutMs: 10_000,
       maxPayload: 1024 * 1024,

@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import * as z from 'zod/mini';
 import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/control-channel';
+import { DEFAULT_FORWARD_ALLOW, parseAllowList, type ForwardPattern } from '../shared/forward-targets';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../shared/log';
 import { describeProblems, problemsOf } from '../shared/zod-issues';
 
@@ -23,6 +24,14 @@ const schema = z.object({
   maxUploadBytes: z._default(z.coerce.number().check(z.int(), z.gte(0)), 0),
   warmShell: z._default(z.enum(['0', '1', 'true', 'false'], { error: 'must be 1 or 0' }), '1'),
   stateDir: z.optional(z.string().check(z.minLength(1))),
+  forwardAllow: z._default(
+    z.string().check(
+      z.refine((s) => parseAllowList(s).ok, { error: (i) => `${(parseAllowList(String(i.input)) as { problem: string }).problem}` }),
+    ),
+    DEFAULT_FORWARD_ALLOW.join(','),
+  ),
+  forwardMaxConnections: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(10_000)), 64),
+  forwardIdleTimeout: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(7 * 24 * 3600)), 600),
   logLevel: z.optional(z.enum(LOG_LEVELS, { error: 'must be debug, info, warn or error (TETHER_LOG_LEVEL)' })),
   logFormat: z.optional(z.enum(LOG_FORMATS, { error: 'must be json or text (TETHER_LOG_FORMAT)' })),
 });
@@ -44,6 +53,12 @@ export interface AgentConfig {
   warmShell: boolean;
   /** Where the agent keeps its own files (the journal of uploads in progress). */
   stateDir: string;
+  /** Where port forwards may lead (`HOST:PORT` patterns, `*` any port); announced to the broker. */
+  forwardAllow: readonly ForwardPattern[];
+  /** TCP connections one port-forward session may hold at once. */
+  forwardMaxConnections: number;
+  /** Seconds a forwarded connection may go without a byte either way before it is reset; 0 = never. */
+  forwardIdleTimeoutS: number;
   /** Logging as set; unset, it depends on whether stderr is a terminal (see `logSettings`). */
   logLevel?: LogLevel | undefined;
   logFormat?: LogFormat | undefined;
@@ -59,6 +74,9 @@ export interface AgentFlags {
   maxUploadBytes?: string | undefined;
   warmShell?: string | undefined;
   stateDir?: string | undefined;
+  forwardAllow?: string | undefined;
+  forwardMaxConnections?: string | undefined;
+  forwardIdleTimeout?: string | undefined;
 }
 
 /** Merges flags over the environment; throws an Error listing every problem. */
@@ -74,6 +92,9 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     maxUploadBytes: pick(flags.maxUploadBytes, 'TETHER_MAX_UPLOAD_BYTES'),
     warmShell: pick(flags.warmShell, 'TETHER_WARM_SHELL'),
     stateDir: pick(flags.stateDir, 'TETHER_STATE_DIR'),
+    forwardAllow: pick(flags.forwardAllow, 'TETHER_FORWARD_ALLOW'),
+    forwardMaxConnections: pick(flags.forwardMaxConnections, 'TETHER_FORWARD_MAX_CONNECTIONS'),
+    forwardIdleTimeout: pick(flags.forwardIdleTimeout, 'TETHER_FORWARD_IDLE_TIMEOUT'),
     logLevel: pick(undefined, 'TETHER_LOG_LEVEL'),
     logFormat: pick(undefined, 'TETHER_LOG_FORMAT'),
   });
@@ -103,6 +124,9 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     maxUploadBytes: c.maxUploadBytes,
     warmShell: c.warmShell === '1' || c.warmShell === 'true',
     stateDir: resolve(c.stateDir ?? defaultStateDir(env)),
+    forwardAllow: (parseAllowList(c.forwardAllow) as { value: ForwardPattern[] }).value,
+    forwardMaxConnections: c.forwardMaxConnections,
+    forwardIdleTimeoutS: c.forwardIdleTimeout,
     logLevel: c.logLevel,
     logFormat: c.logFormat,
   });

@@ -49,9 +49,9 @@ export class DataStream extends EventEmitter<DataStreamEvents> {
     return this.#pending;
   }
 
-  #send(data: Buffer | string): boolean {
+  #send(data: Buffer | readonly Buffer[] | string): boolean {
     if (this.closed) return false;
-    const size = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
+    const size = typeof data === 'string' ? Buffer.byteLength(data) : Buffer.isBuffer(data) ? data.length : data.reduce((n, b) => n + b.length, 0);
     this.#pending += size;
     this.ws.send(data, () => {
       const above = this.#pending > this.lowWaterMark;
@@ -64,6 +64,11 @@ export class DataStream extends EventEmitter<DataStreamEvents> {
 
   sendBinary(data: Buffer): boolean {
     return this.#send(data);
+  }
+
+  /** One binary frame made of `parts`, sent without joining them. */
+  sendBinaryParts(parts: readonly Buffer[]): boolean {
+    return this.#send(parts);
   }
 
   sendJson(message: unknown): boolean {

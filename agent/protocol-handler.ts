@@ -1,6 +1,7 @@
 /**
  * @module What every protocol handler of the agent receives (its data stream and a context) and
- * promises. One handler per session protocol: `shell/`, `diagnostics/`, `file-transfer/`.
+ * promises. One handler per session protocol: `shell/`, `diagnostics/`, `file-transfer/`,
+ * `port-forward/`.
  */
 import type { Logger } from '../shared/log';
 import type { StagingJournal } from '../shared/tar-extract';
@@ -10,6 +11,8 @@ import type { ShellPool } from './shell/shell-pool';
 
 export interface HandlerContext {
   sessionId: string;
+  /** A port-forward session's targets (`HOST:PORT`, canonical); empty for the other protocols. */
+  targets: readonly string[];
   log: Logger;
   config: Readonly<AgentConfig>;
   /**

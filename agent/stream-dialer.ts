@@ -23,6 +23,7 @@ const HANDLERS: Record<SessionProtocol, () => Promise<HandlerFactory>> = {
   shell: () => import('./shell/handler').then((m) => m.startShell),
   diagnostics: () => import('./diagnostics/handler').then((m) => m.startDiagnostics),
   'file-transfer': () => import('./file-transfer/handler').then((m) => m.startFileTransfer),
+  'port-forward': () => import('./port-forward/handler').then((m) => m.startPortForward),
 };
 
 interface ActiveStream {
@@ -38,6 +39,8 @@ export interface StreamRequest {
   session_id: string;
   stream_id: string;
   protocol: SessionProtocol;
+  /** Where a port-forward session's connections may go. */
+  targets?: string[] | undefined;
 }
 
 /** The agent's data streams: dialled on request, ended by session or all at once. */
@@ -98,6 +101,7 @@ export function createStreamDialer(
             socket.resume();
             stream.handler = startHandler(dataStream, {
               sessionId: req.session_id,
+              targets: req.targets ?? [],
               log: slog,
               config,
               shells: deps.shells,

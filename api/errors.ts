@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   unsupported_media_type: 415,
   unprocessable_entity: 422,
   invalid_spec: 422,
+  target_not_allowed: 422,
   rate_limited: 429,
   internal_error: 500,
 } as const;

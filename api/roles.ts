@@ -16,4 +16,5 @@ export const PROTOCOL_MIN_ROLE: Record<SessionProtocol, Role> = {
   diagnostics: 'developer',
   shell: 'platform-engineer',
   'file-transfer': 'administrator',
+  'port-forward': 'platform-engineer',
 };

@@ -5,7 +5,8 @@
  * WebSocket server itself, for a single hop), `agents URL FILE` (light clients speaking the
  * real agent protocol, one per device in FILE, spread over several source addresses), and
  * `stream-agent URL DEVICE TOKEN BYTES` (answers each stream by sending BYTES), and
- * `real-agents URL FILE STATE_DIR [FILES_ROOT]` (real agents, one per device in FILE).
+ * `real-agents URL FILE STATE_DIR [FILES_ROOT]` (real agents, one per device in FILE); and the
+ * TCP ends of the port-forward benchmark (`./tcp-helpers`, modes `tcp-…`).
  */
 import { readFileSync } from 'node:fs';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -15,6 +16,7 @@ import { createLogger } from '../shared/log';
 import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/control-channel';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
 import { maskingFor } from '../shared/ws-mask';
+import { runTcpHelper } from './tcp-helpers';
 
 const CHUNK = 256 * 1024;
 const HIGH = 4 * 1024 * 1024;
@@ -183,7 +185,7 @@ if (mode === 'relay') {
   process.on('SIGTERM', () => {
     void Promise.all(agents.map((a) => a.stop())).then(() => process.exit(0));
   });
-} else {
+} else if (!runTcpHelper(mode ?? '', args)) {
   process.stderr.write(`unknown mode ${mode}\n`);
   process.exit(2);
 }

@@ -15,6 +15,7 @@ import {
   type BrokerToAgentMessage,
 } from '../shared/control-channel';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
+import { formatTarget, MAX_PATTERNS, parsePattern } from '../shared/forward-targets';
 import { AgentRegistry, type AgentEntry } from './registry';
 import { acceptWebSocket } from './accept';
 import { agentDevice } from './credentials';
@@ -27,7 +28,8 @@ const CONTROL_MAX_BUFFERED = 1024 * 1024;
 const MISSED_HEARTBEATS = 2;
 
 export interface PresenceSink {
-  online(deviceId: string, agentVersion: string | null, at: number): void;
+  /** `forwardAllow`: the port-forward patterns the agent announced; null when it announced none. */
+  online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null): void;
   offline(deviceId: string, at: number): void;
   /** Heartbeats since the last call, by device (for `last_seen_at`). */
   seen(lastSeen: Map<string, number>): void;
@@ -45,6 +47,23 @@ export interface AgentChannelDeps {
   onSessionEnded?(deviceId: string, sessionId: string): void;
   /** An agent will not serve a stream it was asked to. */
   onStreamRefused?(deviceId: string, streamId: string, message: string): void;
+}
+
+/**
+ * The allow-list an agent announced (canonical `HOST:PORT` patterns); null when it sent none (an
+ * agent that does not forward ports). Patterns that do not parse are dropped and reported: the
+ * agent forwards to none of them.
+ */
+function announcedAllowList(header: string | string[] | undefined, onProblem: (problem: string) => void): string[] | null {
+  if (typeof header !== 'string') return null;
+  const patterns: string[] = [];
+  for (const item of header.split(',').slice(0, MAX_PATTERNS)) {
+    if (item.trim() === '') continue;
+    const parsed = parsePattern(item.trim());
+    if (parsed.ok) patterns.push(formatTarget(parsed.value));
+    else onProblem(parsed.problem);
+  }
+  return patterns;
 }
 
 export function createAgentChannel(deps: AgentChannelDeps) {
@@ -85,11 +104,11 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     seenSinceFlush.set(entry.deviceId, now());
   }
 
-  function onConnection(ws: WebSocket, deviceId: string, agentVersion: string | null): void {
+  function onConnection(ws: WebSocket, deviceId: string, agentVersion: string | null, forwardAllow: string[] | null): void {
     const { entry, replaced } = registry.attach(deviceId, ws, agentVersion, mono());
     const alog = log.child({ device_id: deviceId, generation: entry.generation });
-    alog.info('agent connected', { agent_version: agentVersion });
-    presence.online(deviceId, agentVersion, now());
+    alog.info('agent connected', { agent_version: agentVersion, forward_allow: forwardAllow });
+    presence.online(deviceId, agentVersion, now(), forwardAllow);
     if (replaced) {
       alog.info('agent connection replaced an older one', { replaced_generation: replaced.generation });
       replaced.socket.close(AGENT_CLOSE.replaced, 'replaced by a newer connection');
@@ -156,8 +175,11 @@ export function createAgentChannel(deps: AgentChannelDeps) {
       }
       const version = req.headers[AGENT_HEADERS.agentVersion];
       const agentVersion = typeof version === 'string' ? version.slice(0, 64) : null;
+      const forwardAllow = announcedAllowList(req.headers[AGENT_HEADERS.forwardAllow], (problem) =>
+        log.warn('agent announced port-forward patterns that are not HOST:PORT; ignoring them', { device_id: deviceId, problem }),
+      );
       const onError = (err: Error) => log.warn('agent socket error', { device_id: deviceId, err: err.message });
-      acceptWebSocket(wss, req, socket, head, onError, (ws) => onConnection(ws, deviceId, agentVersion));
+      acceptWebSocket(wss, req, socket, head, onError, (ws) => onConnection(ws, deviceId, agentVersion, forwardAllow));
     },
 
     /** Sends a control message to a device's agent; false if it is not connected. */

@@ -88,6 +88,7 @@ export function createStreams(deps: StreamDeps) {
       stream_id: stream.streamId,
       protocol: grant.protocol,
       expires_at: grant.expiresAt,
+      ...(grant.targets && { targets: [...grant.targets] }),
     });
     // An agent that is reconnecting right now may still make it within the join timeout.
     if (!sent) stream.retryTimer = setTimeout(() => askAgent(stream), AGENT_RETRY_MS);

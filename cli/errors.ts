@@ -31,7 +31,9 @@ export type LocalErrorCode =
   /** A new password typed twice was not the same twice. */
   | 'not_confirmed'
   /** A local file or directory is missing or of the wrong kind. */
-  | 'local_file';
+  | 'local_file'
+  /** A local port cannot be listened on (in use, not permitted). */
+  | 'local_port';
 
 export class CliError extends Error {
   /**

@@ -39,6 +39,8 @@ function explainCode(code: number, reason: string): string {
       return 'the server does not know this session or refused its ticket';
     case STREAM_CLOSE.busy:
       return 'another client is connected to this session';
+    case STREAM_CLOSE.protocolViolation:
+      return `the other end broke the session's protocol${reason ? ` (${reason})` : ''}`;
     case STREAM_CLOSE.noCredentials:
       return reason === TOKEN_END_TEXT.expired || reason === TOKEN_END_TEXT.revoked
         ? `your ${reason}; log in again (tether login)`

@@ -12,11 +12,12 @@ const commands = {
   cp: () => import('./commands/cp'),
   device: () => import('./commands/device'),
   diag: () => import('./commands/diag'),
+  forward: () => import('./commands/forward'),
   session: () => import('./commands/session'),
   shell: () => import('./commands/shell'),
 };
 
-const PROTOCOLS = ['diagnostics', 'shell', 'file-transfer'];
+const PROTOCOLS = ['diagnostics', 'shell', 'file-transfer', 'port-forward'];
 
 function integer(name: string, min: number, max: number) {
   return (value: string) => {
@@ -37,6 +38,18 @@ Examples:
   tether cp laptop:/logs/today.log .      download ROOT/logs/today.log to here
 `;
 
+const FORWARD_HELP = `
+Each forward is [BIND_ADDR:]LOCAL_PORT:REMOTE_HOST:REMOTE_PORT, as ssh -L writes it: connections
+to BIND_ADDR:LOCAL_PORT (default 127.0.0.1; port 0 picks a free one) reach REMOTE_HOST:REMOTE_PORT
+as the device sees it. IPv6 addresses go in brackets. The device's agent forwards only where its
+--forward-allow lets it (by default, its own loopback). Ctrl-C closes the session.
+
+Examples:
+  tether forward db-box 15432:127.0.0.1:5432        the device's PostgreSQL on localhost:15432
+  tether forward cam-7 8080:localhost:80 2222:127.0.0.1:22
+  tether forward gw 0.0.0.0:9000:10.0.0.5:9000      a host on the device's network, for the LAN
+`;
+
 const replaceOption = () => new Option('--replace', 'close an open session of the same protocol on the device first');
 const waitOption = () => new Option('--wait-online', 'wait for the device\'s agent to come online');
 
@@ -50,6 +63,7 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .description('open a session on a device')
     .addOption(new Option('--protocol <protocol>', 'what the session allows').choices(PROTOCOLS).makeOptionMandatory())
     .option('--ttl <seconds>', 'time to live, 60 to 28800 (default 3600)', integer('--ttl', 60, 28800))
+    .option('--target <host:port...>', 'port-forward: where its connections may go (1 to 8)')
     .option('--json', 'print the session as JSON')
     .addOption(replaceOption())
     .addOption(waitOption())
@@ -75,6 +89,16 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .addOption(replaceOption())
     .addOption(waitOption())
     .action(async (device, o) => setExit(await (await commands.shell()).shell(ctx(), device, o)));
+
+  program
+    .command('forward <device> <forwards...>')
+    .description('forward local TCP ports to the device or its network, like ssh -L; runs until Ctrl-C')
+    .option('--ttl <seconds>', 'session time to live, 60 to 28800', integer('--ttl', 60, 28800))
+    .option('--json', 'print the session, with the address each forward listens on, as JSON')
+    .addOption(replaceOption())
+    .addOption(waitOption())
+    .addHelpText('after', FORWARD_HELP)
+    .action(async (device, forwards, o) => setExit(await (await commands.forward()).forward(ctx(), device, forwards, o)));
 
   program
     .command('diag <device> [op]')

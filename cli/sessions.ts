@@ -23,12 +23,16 @@ export interface Session {
   bytes_to_device: number;
   bytes_from_device: number;
   trace_id: string;
+  /** A port-forward session's targets. */
+  targets?: string[];
 }
 
 export interface OpenOptions {
   device: string;
   protocol: SessionProtocol;
   ttl?: number | undefined;
+  /** A port-forward session's targets (`HOST:PORT`). */
+  targets?: string[] | undefined;
   replace?: boolean | undefined;
   waitOnline?: boolean | undefined;
   /** How long --wait-online waits, in seconds. */
@@ -55,7 +59,12 @@ async function waitOnline(api: ApiClient, device: string, timeoutS: number, noti
 }
 
 export async function openSession(api: ApiClient, o: OpenOptions): Promise<Session> {
-  const body = { device_id: o.device, protocol: o.protocol, ...(o.ttl === undefined ? {} : { ttl_seconds: o.ttl }) };
+  const body = {
+    device_id: o.device,
+    protocol: o.protocol,
+    ...(o.ttl === undefined ? {} : { ttl_seconds: o.ttl }),
+    ...(o.targets === undefined ? {} : { targets: o.targets }),
+  };
   let replaced = false;
   let waited = false;
   for (;;) {
@@ -81,6 +90,7 @@ export async function openSession(api: ApiClient, o: OpenOptions): Promise<Sessi
         replaced = true;
         continue;
       }
+      if (err.status === 422 && err.code === 'target_not_allowed') throw new CliError(err.body.message, err.code);
       if (err.status === 422) {
         if (!o.waitOnline || waited) {
           throw new CliError(

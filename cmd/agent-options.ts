@@ -26,6 +26,24 @@ export const AGENT_OPTIONS: readonly AgentOption[] = [
   { flag: 'max-sessions', value: '<n>', field: 'maxSessions', help: 'streams served at once (env TETHER_MAX_SESSIONS; default 16)' },
   { flag: 'max-upload-bytes', value: '<n>', field: 'maxUploadBytes', help: 'largest upload accepted, 0 = no limit (env TETHER_MAX_UPLOAD_BYTES; default 0)' },
   { flag: 'state-dir', value: '<dir>', field: 'stateDir', help: 'where the agent keeps its own files (env TETHER_STATE_DIR; default ~/.local/state/tether-agent)' },
+  {
+    flag: 'forward-allow',
+    value: '<patterns>',
+    field: 'forwardAllow',
+    help: 'where port forwards may lead: comma-separated HOST:PORT, * for any port (env TETHER_FORWARD_ALLOW; default 127.0.0.1:*,localhost:*,[::1]:*)',
+  },
+  {
+    flag: 'forward-max-connections',
+    value: '<n>',
+    field: 'forwardMaxConnections',
+    help: 'TCP connections one port-forward session may hold at once (env TETHER_FORWARD_MAX_CONNECTIONS; default 64)',
+  },
+  {
+    flag: 'forward-idle-timeout',
+    value: '<seconds>',
+    field: 'forwardIdleTimeout',
+    help: 'reset a forwarded connection idle this long, 0 = never (env TETHER_FORWARD_IDLE_TIMEOUT; default 600)',
+  },
   { flag: 'no-warm-shell', field: 'warmShell', help: 'do not keep a login shell started for the next shell session (env TETHER_WARM_SHELL=0)' },
 ];
 

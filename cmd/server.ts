@@ -92,7 +92,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
     heartbeatMs: config.heartbeat_ms,
     authenticateAgent: (deviceId, token) => api.identity.deviceOfAgentToken(token) === deviceId,
     presence: {
-      online: (id, version, at) => store.devices.markOnline(id, version, iso(at)),
+      online: (id, version, at, forwardAllow) => store.devices.markOnline(id, version, iso(at), forwardAllow),
       offline: (id, at) => store.devices.markOffline(id, iso(at)),
       seen: (lastSeen) => store.devices.markSeen(new Map([...lastSeen].map(([id, at]) => [id, iso(at)]))),
     },

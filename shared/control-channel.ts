@@ -23,6 +23,11 @@ export const AGENT_HEADERS = {
   deviceId: 'x-tether-device-id',
   agentVersion: 'x-tether-agent-version',
   streamId: 'x-tether-stream-id',
+  /**
+   * The agent's port-forward allow-list, canonical `HOST:PORT` patterns joined by commas
+   * (`shared/forward-targets.ts`). An agent that sends none does not forward ports.
+   */
+  forwardAllow: 'x-tether-forward-allow',
 } as const;
 
 /** Close codes on the agent control socket. */
@@ -38,7 +43,7 @@ export const AGENT_CLOSE = {
 } as const;
 
 /** The protocols a session speaks (the API, on classic zod, validates them with an enum of its own). */
-export const SESSION_PROTOCOLS = ['diagnostics', 'shell', 'file-transfer'] as const;
+export const SESSION_PROTOCOLS = ['diagnostics', 'shell', 'file-transfer', 'port-forward'] as const;
 export const sessionProtocolSchema = z.enum(SESSION_PROTOCOLS);
 export type SessionProtocol = z.infer<typeof sessionProtocolSchema>;
 
@@ -82,7 +87,8 @@ export const sessionCloseMessage = z.object({
 
 /**
  * Broker → agent: a client connected to a session's stream; dial `AGENT_STREAM_PATH` with this
- * `stream_id` within 10 seconds and serve `protocol` on it until either side closes.
+ * `stream_id` within 10 seconds and serve `protocol` on it until either side closes. A
+ * port-forward session's `targets` are the only places its connections may go.
  */
 export const streamOpenMessage = z.object({
   type: z.literal('stream.open'),
@@ -90,6 +96,7 @@ export const streamOpenMessage = z.object({
   stream_id: z.string(),
   protocol: sessionProtocolSchema,
   expires_at: z.string(),
+  targets: z.optional(z.array(z.string()).check(z.maxLength(8))),
 });
 
 export const brokerToAgentMessage = z.discriminatedUnion('type', [

@@ -3,7 +3,7 @@
  * of each protocol. Binary frames carry bytes; text frames carry one JSON object each.
  */
 import * as z from 'zod/mini';
-import type { CloseReason } from './control-channel';
+import type { CloseReason, SessionProtocol } from './control-channel';
 
 /** `/v1/remote-access/sessions/{sessionId}/stream` */
 export const STREAM_PATH = /^\/v1\/remote-access\/sessions\/([^/]+)\/stream$/;
@@ -17,6 +17,8 @@ export const STREAM_CLOSE = {
   sessionExpired: 4001,
   unknownSession: 4004,
   busy: 4009,
+  /** The other end broke the frames of the session's protocol (a port-forward stream's records or messages). */
+  protocolViolation: 4400,
   noCredentials: 4401,
   deviceTimeout: 4504,
 } as const;
@@ -41,8 +43,10 @@ export const STREAM_END: Readonly<Record<StreamEndReason, { code: number; text: 
 export interface StreamGrant {
   sessionId: string;
   deviceId: string;
-  protocol: 'diagnostics' | 'shell' | 'file-transfer';
+  protocol: SessionProtocol;
   expiresAt: string;
+  /** A port-forward session's targets (`HOST:PORT`). */
+  targets?: readonly string[];
   /** The bearer token that admitted the client, if it came with one rather than a ticket. */
   tokenId?: string;
   /** When that bearer token expires (the stream closes with 4401 then); absent: never. */

@@ -38,6 +38,9 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
   TETHER_MAX_UPLOAD_BYTES: ['agent'],
   TETHER_STATE_DIR: ['agent'],
   TETHER_WARM_SHELL: ['agent'],
+  TETHER_FORWARD_ALLOW: ['agent'],
+  TETHER_FORWARD_MAX_CONNECTIONS: ['agent'],
+  TETHER_FORWARD_IDLE_TIMEOUT: ['agent'],
   // Set by the agent in every shell it starts (the shell's exit marker), so a `tether` command
   // run inside a remote shell finds it in its environment.
   TETHER_EXIT_NONCE: ['agent'],
@@ -47,7 +50,6 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
   TETHER_RECORD_INPUT: ['reserved'],
   TETHER_RECORDING_MAX_BYTES: ['reserved'],
   TETHER_RECORDING_RETENTION_DAYS: ['reserved'],
-  TETHER_FORWARD_ALLOW: ['reserved'],
 });
 
 /** The variables `owner` reads. */

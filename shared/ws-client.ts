@@ -47,6 +47,8 @@ export interface StreamSocketEvents {
   binary: [data: Buffer];
   /** The peer pinged (and was answered). */
   ping: [];
+  /** Everything handed to `send` was written to the kernel. */
+  drain: [];
   /** Once, when the connection is gone: the peer's close code and reason, or 1006 if it sent none. */
   close: [code: number, reason: string];
 }
@@ -192,6 +194,7 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
     socket.on('data', (chunk: Buffer) => {
       this.#reader.push(chunk); // after a protocol error the reader reads nothing more
     });
+    socket.on('drain', () => this.emit('drain'));
     socket.on('end', () => {
       // The peer ended its side: without a close frame before, the stream was cut (1006).
       if (this.#state === 'open') this.#state = 'closing';
@@ -259,16 +262,17 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
   }
 
   /**
-   * Sends one message: a Buffer as binary, a string as text. `callback` runs once it is written
-   * to the kernel, or with an error if the stream is not open.
+   * Sends one message: a Buffer (or the parts of one, sent without joining them) as binary, a
+   * string as text. `callback` runs once it is written to the kernel, or with an error if the
+   * stream is not open.
    */
-  send(data: Buffer | string, callback?: (err?: Error) => void): void {
+  send(data: Buffer | readonly Buffer[] | string, callback?: (err?: Error) => void): void {
     if (this.#state !== 'open' || this.#closeSent) {
       if (callback) process.nextTick(callback, new Error('the stream is not open'));
       return;
     }
-    const binary = typeof data !== 'string';
-    this.#write(binary ? OPCODE.binary : OPCODE.text, binary ? data : Buffer.from(data), callback);
+    if (typeof data === 'string') this.#write(OPCODE.text, [Buffer.from(data)], callback);
+    else this.#write(OPCODE.binary, Buffer.isBuffer(data) ? [data] : data, callback);
   }
 
   /** Starts the close handshake once; the connection is cut if the peer does not answer in time. */
@@ -285,20 +289,22 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
     this.#socket.destroy();
   }
 
-  #write(opcode: number, payload: Buffer, callback?: (err?: Error) => void): void {
+  #write(opcode: number, parts: readonly Buffer[], callback?: (err?: Error) => void): void {
     const key = this.#zeroMask ? ZERO_KEY : randomFillSync(Buffer.allocUnsafe(4));
-    const header = encodeMaskedHeader(true, opcode, payload.length, key);
+    let length = 0;
+    for (const part of parts) length += part.length;
+    const header = encodeMaskedHeader(true, opcode, length, key);
     const cb = callback ? (err?: Error | null) => callback(err ?? undefined) : undefined;
     if (!this.#zeroMask) {
-      const frame = Buffer.concat([header, payload]);
+      const frame = Buffer.concat([header, ...parts]);
       unmaskInPlace(frame.subarray(header.length), key, 0); // XOR is its own inverse
       this.#socket.write(frame, cb);
-    } else if (payload.length < MERGE_BELOW) {
-      this.#socket.write(Buffer.concat([header, payload]), cb);
+    } else if (length < MERGE_BELOW) {
+      this.#socket.write(Buffer.concat([header, ...parts]), cb);
     } else {
       this.#socket.cork();
       this.#socket.write(header);
-      this.#socket.write(payload, cb);
+      parts.forEach((part, i) => this.#socket.write(part, i === parts.length - 1 ? cb : undefined));
       this.#socket.uncork();
     }
   }
@@ -306,12 +312,12 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
   #sendClose(code: number, reason: string): void {
     if (this.#closeSent || this.#socket.writableEnded) return;
     this.#closeSent = true;
-    this.#write(OPCODE.close, closePayload(code, reason));
+    this.#write(OPCODE.close, [closePayload(code, reason)]);
   }
 
   #control(opcode: number, payload: Buffer): void {
     if (opcode === OPCODE.ping) {
-      if (this.#state === 'open' && !this.#closeSent) this.#write(OPCODE.pong, payload);
+      if (this.#state === 'open' && !this.#closeSent) this.#write(OPCODE.pong, [payload]);
       this.emit('ping');
       return;
     }

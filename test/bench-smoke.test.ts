@@ -16,7 +16,7 @@ it('the quick benchmark measures every section', async () => {
   const report = JSON.parse(readFileSync(out, 'utf8'));
   expect(report.quick).toBe(true);
   const sections = new Set(report.results.map((r: { section: string }) => r.section));
-  expect([...sections].sort()).toEqual(['agents', 'api', 'echo', 'memory', 'startup', 'time to shell', 'transfer']);
+  expect([...sections].sort()).toEqual(['agents', 'api', 'echo', 'forward', 'memory', 'startup', 'time to shell', 'transfer']);
   for (const r of report.results) {
     if (r.value === 'skipped') continue;
     expect(typeof r.value, r.name).toBe('number');
@@ -25,6 +25,8 @@ it('the quick benchmark measures every section', async () => {
   const find = (name: string) => report.results.find((r: { name: string }) => r.name.startsWith(name));
   expect(find('tether cp 8 MiB from the device').value).toBeGreaterThan(0);
   expect(find('agents connected to one server').value).toBe(50);
+  expect(find('tether forward: 8 MiB up, one connection').value).toBeGreaterThan(0);
+  expect(find('tether forward: 8 MiB down over 8 connections').value).toBeGreaterThan(0);
   expect(find('agents the API shows online').value).toBe(50);
   expect(stdout).toMatch(/section\s+benchmark\s+value\s+unit\s+target\s+met/);
 }, 180_000);

@@ -50,6 +50,7 @@ const FROM_API: Record<ApiError['code'], FleetCode> = {
   unsupported_media_type: 'UNSUPPORTED_MEDIA_TYPE',
   unprocessable_entity: 'VALIDATION_ERROR',
   invalid_spec: 'VALIDATION_ERROR',
+  target_not_allowed: 'VALIDATION_ERROR',
   rate_limited: 'RATE_LIMITED',
   internal_error: 'INTERNAL_ERROR',
 };

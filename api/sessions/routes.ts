@@ -2,6 +2,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import { SESSION_PROTOCOLS } from '../../shared/control-channel';
+import { formatTarget, MAX_TARGETS, parseTarget } from '../../shared/forward-targets';
 import type { Ticketer } from '../../shared/tickets';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
@@ -20,11 +21,34 @@ export const AUDIT_LIST_PER_MINUTE = 60;
 export const TTL_MIN_S = 60;
 export const TTL_MAX_S = 28800;
 
-const openBody = z.strictObject({
-  device_id: z.string().min(1).max(64),
-  protocol: z.enum(SESSION_PROTOCOLS),
-  ttl_seconds: z.number().int().min(TTL_MIN_S).max(TTL_MAX_S).optional(),
-});
+/** `HOST:PORT`, turned canonical (`shared/forward-targets.ts`). */
+const forwardTarget = z
+  .string()
+  .max(300)
+  .transform((text, ctx) => {
+    const parsed = parseTarget(text);
+    if (parsed.ok) return formatTarget(parsed.value);
+    ctx.addIssue({ code: 'custom', message: parsed.problem });
+    return z.NEVER;
+  });
+
+const openBody = z
+  .strictObject({
+    device_id: z.string().min(1).max(64),
+    protocol: z.enum(SESSION_PROTOCOLS),
+    ttl_seconds: z.number().int().min(TTL_MIN_S).max(TTL_MAX_S).optional(),
+    targets: z.array(forwardTarget).min(1).max(MAX_TARGETS).optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.protocol === 'port-forward' && !body.targets) {
+      ctx.addIssue({ code: 'custom', path: ['targets'], message: `is required for a port-forward session: 1 to ${MAX_TARGETS} "HOST:PORT"` });
+    }
+    if (body.protocol !== 'port-forward' && body.targets) {
+      ctx.addIssue({ code: 'custom', path: ['targets'], message: 'only a port-forward session has targets' });
+    }
+  })
+  // The same target named twice (perhaps spelled differently) is one target.
+  .transform((body) => (body.targets ? { ...body, targets: [...new Set(body.targets)] } : body));
 
 const listQuery = z.strictObject({
   ...pagingParams(200, 50),
@@ -71,6 +95,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
       bytes_to_device: row.bytes_to_device,
       bytes_from_device: row.bytes_from_device,
       trace_id: row.trace_id,
+      ...(row.targets && { targets: row.targets }),
     };
   }
 
@@ -110,7 +135,8 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
       requireAccess(p, 'sessions:read', 'developer');
       const owner = hasRole(p.role, 'administrator') ? undefined : p.username;
       const { items, total } = store.audit.list({ ...q, owner, limit: q.per_page, offset: offsetOf(q) });
-      okList(ctx, items, q, total);
+      // `targets` appears where the session has them (port-forward), as in the session record.
+      okList(ctx, items.map(({ targets, ...event }) => (targets ? { ...event, targets } : event)), q, total);
     },
   );
 

@@ -11,6 +11,8 @@ import { requireAccess, type Scope } from '../access';
 import type { RelayPort } from '../ports';
 import { hasRole, PROTOCOL_MIN_ROLE } from '../roles';
 import { isUniqueViolation, type Store } from '../store/index';
+import type { Device } from '../store/devices';
+import { isAllowed, parsePattern, parseTarget } from '../../shared/forward-targets';
 import type { SessionQuery, SessionRow } from '../store/sessions';
 import type { Principal } from '../store/tokens';
 import type { CutOffReason } from '../identity/accounts';
@@ -23,6 +25,8 @@ export interface OpenRequest {
   device_id: string;
   protocol: SessionProtocol;
   ttl_seconds?: number | undefined;
+  /** A port-forward session's targets, canonical `HOST:PORT` (the routes check their form). */
+  targets?: string[] | undefined;
 }
 
 export interface SessionsDeps {
@@ -53,6 +57,7 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
         reason: why ?? reason,
         at: row.closed_at!,
         trace_id: row.trace_id,
+        targets: row.targets,
       });
     }
     return row;
@@ -97,8 +102,36 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
       reason: null,
       at: row.opened_at,
       trace_id: row.trace_id,
+      targets: row.targets,
     });
   });
+
+  /**
+   * 422 `target_not_allowed` unless the device's agent forwards to every target (by the
+   * allow-list it announced when it connected; the agent checks each connection again).
+   */
+  function checkTargets(device: Device, targets: string[]): void {
+    if (device.forward_allow === null) {
+      throw new ApiError(
+        'target_not_allowed',
+        `the agent of device ${device.device_id} does not forward ports (it announced no --forward-allow; an agent older than port forwarding, perhaps)`,
+      );
+    }
+    const patterns = device.forward_allow.flatMap((text) => {
+      const p = parsePattern(text);
+      return p.ok ? [p.value] : [];
+    });
+    const refused = targets.filter((text) => {
+      const t = parseTarget(text);
+      return !t.ok || !isAllowed(patterns, t.value);
+    });
+    if (refused.length > 0) {
+      throw new ApiError(
+        'target_not_allowed',
+        `device ${device.device_id} does not forward to ${refused.join(', ')}: its agent allows ${device.forward_allow.join(', ') || 'nothing'} (its --forward-allow / TETHER_FORWARD_ALLOW)`,
+      );
+    }
+  }
 
   /** The session if the caller may see it, else 404 (existence never leaks). */
   function visible(principal: Principal, sessionId: string, scope: Scope = 'sessions:read'): SessionRow {
@@ -121,6 +154,7 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
           `the agent of device ${req.device_id} is offline (not connected to the broker); retry once its agent_status is online`,
         );
       }
+      if (req.protocol === 'port-forward') checkTargets(device, req.targets ?? []);
       const t = now();
       const ttl = req.ttl_seconds ?? DEFAULT_TTL_S;
       const row = {
@@ -134,6 +168,7 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
         opened_at: iso(t),
         expires_at: iso(t + ttl * 1000),
         trace_id: newTraceId(),
+        targets: req.protocol === 'port-forward' ? (req.targets ?? []) : null,
       };
       try {
         openInTx(row);

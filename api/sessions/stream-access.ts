@@ -43,7 +43,14 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
     }
     return {
       ok: true,
-      grant: { sessionId, deviceId: session.device_id, protocol: session.protocol, expiresAt: session.expires_at, ...bearer },
+      grant: {
+        sessionId,
+        deviceId: session.device_id,
+        protocol: session.protocol,
+        expiresAt: session.expires_at,
+        ...(session.targets && { targets: session.targets }),
+        ...bearer,
+      },
     };
   };
 }

@@ -16,6 +16,8 @@ export interface AuditEvent {
   reason: string | null;
   at: string;
   trace_id: string;
+  /** A port-forward session's targets; null for the other protocols. */
+  targets: string[] | null;
 }
 
 export interface AuditQuery {
@@ -37,14 +39,14 @@ const FILTER = `(@session_id IS NULL OR session_id = @session_id)
   AND (@since IS NULL OR at > @since)
   AND (@owner IS NULL OR owner = @owner)`;
 
-const COLUMNS = 'id, event, session_id, device_id, protocol, actor, reason, at, trace_id';
+const COLUMNS = 'id, event, session_id, device_id, protocol, actor, reason, at, trace_id, targets';
 
 export function createAuditRepo(db: Db) {
   const insert = db.prepare(
-    `INSERT INTO audit_events (event, session_id, device_id, protocol, actor, owner, reason, at, trace_id)
-     VALUES (@event, @session_id, @device_id, @protocol, @actor, @owner, @reason, @at, @trace_id)`,
+    `INSERT INTO audit_events (event, session_id, device_id, protocol, actor, owner, reason, at, trace_id, targets)
+     VALUES (@event, @session_id, @device_id, @protocol, @actor, @owner, @reason, @at, @trace_id, @targets)`,
   );
-  const page = db.prepare<[Record<string, unknown>], AuditEvent>(
+  const page = db.prepare<[Record<string, unknown>], Omit<AuditEvent, 'targets'> & { targets: string | null }>(
     `SELECT ${COLUMNS} FROM audit_events WHERE ${FILTER} ORDER BY id DESC LIMIT @limit OFFSET @offset`,
   );
   const count = db.prepare<[Record<string, unknown>], { n: number }>(
@@ -53,7 +55,7 @@ export function createAuditRepo(db: Db) {
 
   return {
     append(event: Omit<AuditEvent, 'id'> & { owner: string }): void {
-      insert.run(event);
+      insert.run({ ...event, targets: event.targets === null ? null : JSON.stringify(event.targets) });
     },
     list(q: AuditQuery): { items: AuditEvent[]; total: number } {
       const p = {
@@ -64,7 +66,8 @@ export function createAuditRepo(db: Db) {
         since: q.since ?? null,
         owner: q.owner ?? null,
       };
-      return { items: page.all({ ...p, limit: q.limit, offset: q.offset }), total: count.get(p)!.n };
+      const items = page.all({ ...p, limit: q.limit, offset: q.offset });
+      return { items: items.map((e) => ({ ...e, targets: e.targets === null ? null : (JSON.parse(e.targets) as string[]) })), total: count.get(p)!.n };
     },
   };
 }

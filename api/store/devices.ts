@@ -10,10 +10,16 @@ export interface Device {
   labels: Record<string, string>;
   agent_version: string | null;
   created_at: string;
+  /**
+   * The port-forward allow-list its agent announced when it last connected (`HOST:PORT`
+   * patterns); null when it announced none: that agent does not forward ports.
+   */
+  forward_allow: string[] | null;
 }
 
-interface DeviceRow extends Omit<Device, 'labels'> {
+interface DeviceRow extends Omit<Device, 'labels' | 'forward_allow'> {
   labels: string;
+  forward_allow: string | null;
 }
 
 const toDevice = (row: DeviceRow): Device => ({
@@ -23,9 +29,10 @@ const toDevice = (row: DeviceRow): Device => ({
   labels: JSON.parse(row.labels) as Record<string, string>,
   agent_version: row.agent_version,
   created_at: row.created_at,
+  forward_allow: row.forward_allow === null ? null : (JSON.parse(row.forward_allow) as string[]),
 });
 
-const COLUMNS = 'device_id, agent_status, last_seen_at, labels, agent_version, created_at';
+const COLUMNS = 'device_id, agent_status, last_seen_at, labels, agent_version, created_at, forward_allow';
 
 export interface DeviceQuery {
   agent_status?: AgentStatus | undefined;
@@ -48,8 +55,8 @@ export function createDeviceRepo(db: Db) {
     'SELECT COUNT(*) AS n FROM devices WHERE (? IS NULL OR agent_status = ?)',
   );
   const remove = db.prepare<[string]>('DELETE FROM devices WHERE device_id = ?');
-  const online = db.prepare<[string | null, string, string]>(
-    "UPDATE devices SET agent_status = 'online', agent_version = ?, last_seen_at = ? WHERE device_id = ?",
+  const online = db.prepare<[string | null, string | null, string, string]>(
+    "UPDATE devices SET agent_status = 'online', agent_version = ?, forward_allow = ?, last_seen_at = ? WHERE device_id = ?",
   );
   const offline = db.prepare<[string, string]>(
     "UPDATE devices SET agent_status = 'offline', last_seen_at = ? WHERE device_id = ?",
@@ -79,8 +86,8 @@ export function createDeviceRepo(db: Db) {
       };
     },
     delete: (deviceId: string): boolean => remove.run(deviceId).changes === 1,
-    markOnline: (deviceId: string, agentVersion: string | null, at: string): void => {
-      online.run(agentVersion, at, deviceId);
+    markOnline: (deviceId: string, agentVersion: string | null, at: string, forwardAllow: readonly string[] | null = null): void => {
+      online.run(agentVersion, forwardAllow === null ? null : JSON.stringify(forwardAllow), at, deviceId);
     },
     markOffline: (deviceId: string, at: string): void => {
       offline.run(at, deviceId);

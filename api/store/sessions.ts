@@ -22,7 +22,15 @@ export interface SessionRow {
   bytes_to_device: number;
   bytes_from_device: number;
   trace_id: string;
+  /** A port-forward session's targets (canonical `HOST:PORT`); null for the other protocols. */
+  targets: string[] | null;
 }
+
+/** A row as SQLite holds it: `targets` as JSON text. */
+type StoredSession = Omit<SessionRow, 'targets'> & { targets: string | null };
+
+const toSession = (row: StoredSession): SessionRow => ({ ...row, targets: row.targets === null ? null : (JSON.parse(row.targets) as string[]) });
+const toSessionOrUndefined = (row: StoredSession | undefined): SessionRow | undefined => (row ? toSession(row) : undefined);
 
 export interface SessionQuery {
   device_id?: string | undefined;
@@ -44,17 +52,17 @@ const FILTER = `(@device_id IS NULL OR device_id = @device_id)
 
 export function createSessionRepo(db: Db) {
   const insert = db.prepare(
-    `INSERT INTO sessions (session_id, device_id, protocol, status, ttl_seconds, opened_by, token_id, token_expires_at, opened_at, expires_at, trace_id)
-     VALUES (@session_id, @device_id, @protocol, 'open', @ttl_seconds, @opened_by, @token_id, @token_expires_at, @opened_at, @expires_at, @trace_id)`,
+    `INSERT INTO sessions (session_id, device_id, protocol, status, ttl_seconds, opened_by, token_id, token_expires_at, opened_at, expires_at, trace_id, targets)
+     VALUES (@session_id, @device_id, @protocol, 'open', @ttl_seconds, @opened_by, @token_id, @token_expires_at, @opened_at, @expires_at, @trace_id, @targets)`,
   );
-  const byId = db.prepare<[string], SessionRow>('SELECT * FROM sessions WHERE session_id = ?');
-  const page = db.prepare<[Record<string, unknown>], SessionRow>(
+  const byId = db.prepare<[string], StoredSession>('SELECT * FROM sessions WHERE session_id = ?');
+  const page = db.prepare<[Record<string, unknown>], StoredSession>(
     `SELECT * FROM sessions WHERE ${FILTER} ORDER BY opened_at DESC, session_id DESC LIMIT @limit OFFSET @offset`,
   );
   const count = db.prepare<[Record<string, unknown>], { n: number }>(
     `SELECT COUNT(*) AS n FROM sessions WHERE ${FILTER}`,
   );
-  const close = db.prepare<[string, CloseReason, string], SessionRow>(
+  const close = db.prepare<[string, CloseReason, string], StoredSession>(
     `UPDATE sessions SET status = 'closed', closed_at = ?, close_reason = ?
       WHERE session_id = ? AND status = 'open' RETURNING *`,
   );
@@ -92,16 +100,16 @@ export function createSessionRepo(db: Db) {
   return {
     /** Inserts an open session; throws SQLITE_CONSTRAINT_UNIQUE if one of that protocol is open. */
     insert(row: Omit<SessionRow, 'status' | 'closed_at' | 'close_reason' | 'bytes_to_device' | 'bytes_from_device'>): void {
-      insert.run(row);
+      insert.run({ ...row, targets: row.targets === null ? null : JSON.stringify(row.targets) });
     },
-    get: (sessionId: string): SessionRow | undefined => byId.get(sessionId),
+    get: (sessionId: string): SessionRow | undefined => toSessionOrUndefined(byId.get(sessionId)),
     list(q: SessionQuery): { items: SessionRow[]; total: number } {
       const p = params(q);
-      return { items: page.all({ ...p, limit: q.limit, offset: q.offset }), total: count.get(p)!.n };
+      return { items: page.all({ ...p, limit: q.limit, offset: q.offset }).map(toSession), total: count.get(p)!.n };
     },
     /** Closes an open session; undefined if it was not open (already closed or unknown). */
     close: (sessionId: string, reason: CloseReason, at: string): SessionRow | undefined =>
-      close.get(at, reason, sessionId),
+      toSessionOrUndefined(close.get(at, reason, sessionId)),
     /** Ids of open sessions whose expiry is at or before `at`. */
     dueIds: (at: string): string[] => due.all(at).map((r) => r.session_id),
     /** Ids of open sessions whose token expired at or before `at`, while they had not. */

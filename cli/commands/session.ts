@@ -9,6 +9,7 @@ import { openSession, type Session } from '../sessions';
 export interface OpenFlags {
   protocol: SessionProtocol;
   ttl?: number;
+  target?: string[];
   json?: boolean;
   replace?: boolean;
   waitOnline?: boolean;
@@ -19,13 +20,14 @@ export async function sessionOpen(ctx: Context, device: string, flags: OpenFlags
     device,
     protocol: flags.protocol,
     ttl: flags.ttl,
+    targets: flags.target,
     replace: flags.replace,
     waitOnline: flags.waitOnline,
     notice: ctx.notice,
   });
   if (flags.json) return printJson(ctx.out, s);
   ctx.out.stdout(
-    `opened ${s.session_id}: ${s.protocol} on ${s.device_id}, expires ${s.expires_at}\n` +
+    `opened ${s.session_id}: ${s.protocol}${s.targets ? ` to ${s.targets.join(', ')}` : ''} on ${s.device_id}, expires ${s.expires_at}\n` +
       `websocket_url: ${s.websocket_url}\n`,
   );
 }

@@ -154,7 +154,7 @@ describe('device registry', () => {
     expect((await stack.admin.post('/v1/devices', { device_id: 'r-1' })).status).toBe(409);
     expect((await stack.admin.get('/v1/devices/r-1')).body.data).toEqual({
       device_id: 'r-1', agent_status: 'offline', last_seen_at: null, labels: { site: 'lab' }, agent_version: null,
-      created_at: expect.any(String),
+      created_at: expect.any(String), forward_allow: null,
     });
     for (const path of ['/v1/devices/nope', '/v1/devices/nope/agent-status', '/v1/devices/bad%2Fid']) {
       const res = await stack.admin.get(path);

@@ -5,6 +5,7 @@ import m003 from './003-fleet';
 import m004 from './004-session-token';
 import m005 from './005-token-bounds';
 import m006 from './006-accounts';
+import m007 from './007-port-forward';
 
 export interface Migration {
   version: number;
@@ -19,4 +20,5 @@ export const migrations: readonly Migration[] = [
   { version: 4, name: 'session-token', sql: m004 },
   { version: 5, name: 'token-bounds', sql: m005 },
   { version: 6, name: 'accounts', sql: m006 },
+  { version: 7, name: 'port-forward', sql: m007 },
 ];

@@ -8,7 +8,7 @@ type NewEvent = Parameters<Store['audit']['append']>[0];
 
 const event = (over: Partial<NewEvent>): NewEvent => ({
   event: 'session.opened', session_id: 's1', device_id: 'dev-1', protocol: 'shell', actor: 'ann', owner: 'ann',
-  reason: null, at: '2026-01-01T00:00:00.000Z', trace_id: 'trace-1', ...over,
+  reason: null, at: '2026-01-01T00:00:00.000Z', trace_id: 'trace-1', targets: null, ...over,
 });
 
 describe('audit repository', () => {
@@ -20,9 +20,14 @@ describe('audit repository', () => {
     expect(total).toBe(1);
     expect(items[0]).toEqual<AuditEvent>({
       id: expect.any(Number) as number, event: 'session.closed', session_id: 's1', device_id: 'dev-1', protocol: 'shell',
-      actor: 'system', reason: 'expired', at: '2026-01-01T00:00:00.000Z', trace_id: 'trace-1',
+      actor: 'system', reason: 'expired', at: '2026-01-01T00:00:00.000Z', trace_id: 'trace-1', targets: null,
     });
     expect(items[0]).not.toHaveProperty('owner');
+  });
+
+  it("keeps a port-forward session's targets", () => {
+    store.audit.append(event({ protocol: 'port-forward', targets: ['127.0.0.1:5432', 'localhost:80'] }));
+    expect(store.audit.list({ limit: 10, offset: 0 }).items[0]).toMatchObject({ protocol: 'port-forward', targets: ['127.0.0.1:5432', 'localhost:80'] });
   });
 
   describe('list', () => {

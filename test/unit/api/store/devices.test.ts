@@ -12,6 +12,7 @@ describe('device repository', () => {
     store.devices.insert('dev-1', 'hash-1', { site: 'berlin', 'rack/slot': 'a 3' }, created);
     expect(store.devices.get('dev-1')).toEqual({
       device_id: 'dev-1', agent_status: 'offline', last_seen_at: null, labels: { site: 'berlin', 'rack/slot': 'a 3' }, agent_version: null, created_at: created,
+      forward_allow: null,
     });
     expect(store.devices.get('dev-2')).toBeUndefined();
   });
@@ -32,8 +33,9 @@ describe('device repository', () => {
   it('records presence: online with a version, heartbeats in bulk, offline, and all offline at start-up', () => {
     for (const id of ['dev-1', 'dev-2', 'dev-3']) store.devices.insert(id, `hash-${id}`, {}, created);
     store.devices.markOnline('dev-1', '1.2.0', '2026-01-01T00:01:00.000Z');
-    store.devices.markOnline('dev-2', null, '2026-01-01T00:01:00.000Z');
-    expect(store.devices.get('dev-1')).toMatchObject({ agent_status: 'online', agent_version: '1.2.0', last_seen_at: '2026-01-01T00:01:00.000Z' });
+    store.devices.markOnline('dev-2', null, '2026-01-01T00:01:00.000Z', ['127.0.0.1:*', 'db.local:5432']);
+    expect(store.devices.get('dev-1')).toMatchObject({ agent_status: 'online', agent_version: '1.2.0', last_seen_at: '2026-01-01T00:01:00.000Z', forward_allow: null });
+    expect(store.devices.get('dev-2')?.forward_allow).toEqual(['127.0.0.1:*', 'db.local:5432']);
     expect(store.devices.onlineCount()).toBe(2);
 
     store.devices.markSeen(new Map([['dev-1', '2026-01-01T00:02:00.000Z'], ['dev-2', '2026-01-01T00:02:30.000Z'], ['ghost', '2026-01-01T00:02:00.000Z']]));

@@ -42,7 +42,7 @@ describe('migration 5', () => {
       expect(() =>
         store.sessions.insert({
           session_id: 'sess-dup', device_id: 'd1', protocol: 'shell', ttl_seconds: 60, opened_by: 'ops', token_id: null,
-          token_expires_at: null, opened_at: '2026-01-01T00:00:01Z', expires_at: '2026-01-01T00:01:01Z', trace_id: 't3',
+          token_expires_at: null, opened_at: '2026-01-01T00:00:01Z', expires_at: '2026-01-01T00:01:01Z', trace_id: 't3', targets: null,
         }),
       ).toThrow(/UNIQUE/);
       expect(store.tokens.findByHash('h1')?.scopes).toEqual([...PRE_SCOPE_GRANT]);

@@ -12,7 +12,7 @@ const t = (hhmm: string) => `2026-01-01T${hhmm}:00.000Z`;
 
 const session = (session_id: string, over: Partial<NewSession> = {}): NewSession => ({
   session_id, device_id: 'dev-1', protocol: 'shell', ttl_seconds: 3600, opened_by: 'ann', token_id: 'tok_a', token_expires_at: null,
-  opened_at: t('00:00'), expires_at: t('01:00'), trace_id: `trace-${session_id}`, ...over,
+  opened_at: t('00:00'), expires_at: t('01:00'), trace_id: `trace-${session_id}`, targets: null, ...over,
 });
 
 describe('session repository', () => {
@@ -25,6 +25,15 @@ describe('session repository', () => {
       status: 'open', closed_at: null, close_reason: null, bytes_to_device: 0, bytes_from_device: 0,
     });
     expect(store.sessions.get('s2')).toBeUndefined();
+  });
+
+  it("keeps a port-forward session's targets, and only a port-forward session has them", () => {
+    store.sessions.insert(session('pf', { protocol: 'port-forward', targets: ['127.0.0.1:5432', '[::1]:22'] }));
+    expect(store.sessions.get('pf')).toMatchObject({ protocol: 'port-forward', targets: ['127.0.0.1:5432', '[::1]:22'] });
+    expect(store.sessions.close('pf', 'closed', t('00:10'))).toMatchObject({ targets: ['127.0.0.1:5432', '[::1]:22'] });
+    expect(store.sessions.list({ protocol: 'port-forward', limit: 10, offset: 0 }).items.map((s) => s.targets)).toEqual([['127.0.0.1:5432', '[::1]:22']]);
+    expect(() => store.sessions.insert(session('pf-none', { protocol: 'port-forward' }))).toThrow(/CHECK/);
+    expect(() => store.sessions.insert(session('shell-t', { targets: ['127.0.0.1:22'] }))).toThrow(/CHECK/);
   });
 
   describe('one open session per protocol per device', () => {

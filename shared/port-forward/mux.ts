@@ -1,0 +1,319 @@
+/**
+ * @module Both ends of a port-forward stream (`./protocol`): the TCP connections multiplexed over
+ * one session stream, each pumped under its own credit window. The client side (the CLI) opens
+ * connections for the sockets it accepts; the device side (the agent) is asked to open them and
+ * accepts or refuses. Everything else is the same on both sides, so it lives here once:
+ *
+ * - a side sends a connection's bytes only while the peer's window allows; past it, the socket
+ *   stops being read (the kernel's window then stops the application), and the rest of the chunk
+ *   in hand waits for credit;
+ * - a side grants credit as it hands bytes to its own socket (written out to the kernel), so a
+ *   peer that reads nothing holds at most one window of that connection's bytes here, and the
+ *   stream goes on carrying the others;
+ * - a FIN travels as `end` (half-close), an abort or failure as `reset` with its reason;
+ * - when the stream itself backs up past `highWaterMark`, every socket stops being read until it
+ *   drains.
+ */
+import type { Socket } from 'node:net';
+import { parseMessage } from '../control-channel';
+import {
+  CREDIT_BATCH,
+  FORWARD_WINDOW,
+  forwardMessage,
+  MAX_RECORD,
+  recordHeader,
+  type ForwardMessage,
+  type ResetReason,
+} from './protocol';
+import { createRecordReader } from './records';
+
+/** How a mux reaches its peer: the session stream. */
+export interface ForwardTransport {
+  /** Sends one control message as a text frame. */
+  sendMessage(message: ForwardMessage): void;
+  /** Sends one data record, header and payload, as one binary frame. */
+  sendRecord(header: Buffer, payload: Buffer): void;
+  /** Bytes handed to the transport and not yet written out. */
+  readonly buffered: number;
+}
+
+/** What became of a connection, for logs and the user. */
+export interface ConnectionReport {
+  id: number;
+  target: string;
+  /** Bytes of this connection sent to the peer, and received from it. */
+  sent: number;
+  received: number;
+  /** Set when the connection was reset rather than closed by both sides. */
+  reset?: { reason: ResetReason; by: 'peer' | 'us'; message?: string | undefined };
+}
+
+export interface MuxOptions {
+  /** Above this many bytes buffered in the transport, sockets stop being read until `drained()`. */
+  highWaterMark: number;
+  /** The peer broke the protocol; the stream should be closed (FORWARD_PROTOCOL_ERROR). */
+  onProtocolError(why: string): void;
+  /** Device side: the peer asks for connection `id` to `target`; answer with `accept` or `refuse`. */
+  onOpenRequest?(id: number, target: string): void;
+  /** Client side: connection `id` reached its target. */
+  onOpened?(id: number, target: string): void;
+  /** A connection is over. */
+  onClosed?(report: ConnectionReport): void;
+}
+
+interface Connection {
+  id: number;
+  target: string;
+  socket: Socket;
+  state: 'opening' | 'open';
+  /** Bytes we may still send to the peer. */
+  sendCredit: number;
+  /** Bytes the peer may still send us. */
+  recvWindow: number;
+  /** Bytes handed on to our socket and not yet granted back. */
+  toGrant: number;
+  /** The part of a chunk read from our socket that the window had no room for. */
+  stash: Buffer | undefined;
+  /** Our socket's peer sent its FIN; `end` goes out once the stash is sent. */
+  endPending: boolean;
+  localEnded: boolean;
+  remoteEnded: boolean;
+  sent: number;
+  received: number;
+}
+
+export class ForwardMux {
+  readonly #transport: ForwardTransport;
+  readonly #options: MuxOptions;
+  readonly #connections = new Map<number, Connection>();
+  /** Device side: ids asked for and not answered yet (true: the client gave up meanwhile). */
+  readonly #pending = new Map<number, { cancelled: boolean }>();
+  readonly #records = createRecordReader({
+    data: (id, slice) => this.#data(id, slice),
+    invalid: (why) => this.#options.onProtocolError(why),
+  });
+  #transportFull = false;
+  #closed = false;
+
+  constructor(transport: ForwardTransport, options: MuxOptions) {
+    this.#transport = transport;
+    this.#options = options;
+  }
+
+  /** Connections open or being opened (the device's cap counts both). */
+  get size(): number {
+    return this.#connections.size + this.#pending.size;
+  }
+
+  /** A text frame of the stream. */
+  text(text: string): void {
+    const message = parseMessage(forwardMessage, text);
+    if (!message) return this.#options.onProtocolError('a text frame that is not a port-forward message');
+    this.#message(message);
+  }
+
+  /** The next bytes of the stream's binary frames. */
+  binary(chunk: Buffer): void {
+    this.#records.push(chunk);
+  }
+
+  /** The transport wrote out what it held: sockets are read again. */
+  drained(): void {
+    if (!this.#transportFull || this.#transport.buffered > this.#options.highWaterMark) return;
+    this.#transportFull = false;
+    for (const c of this.#connections.values()) this.#resumeIfFree(c);
+  }
+
+  /** Client side: opens connection `id` to `target` for `socket`, which is read once it is `opened`. */
+  open(id: number, target: string, socket: Socket): void {
+    socket.pause();
+    this.#attach(id, target, socket, 'opening');
+    this.#transport.sendMessage({ type: 'open', id, target });
+  }
+
+  /** Device side: connection `id` reached its target through `socket`. */
+  accept(id: number, target: string, socket: Socket): void {
+    const pending = this.#pending.get(id);
+    this.#pending.delete(id);
+    if (!pending || pending.cancelled || this.#closed) {
+      socket.destroy(); // the client gave up, or the stream ended, while we connected
+      return;
+    }
+    this.#attach(id, target, socket, 'open');
+    this.#transport.sendMessage({ type: 'opened', id });
+    this.#resumeIfFree(this.#connections.get(id)!);
+  }
+
+  /** Device side: connection `id` cannot be opened. */
+  refuse(id: number, reason: ResetReason, message: string): void {
+    const pending = this.#pending.get(id);
+    this.#pending.delete(id);
+    if (pending && !pending.cancelled && !this.#closed) this.#transport.sendMessage({ type: 'reset', id, reason, message });
+  }
+
+  /** Resets connection `id` from this side (an idle timeout, say), telling the peer why. */
+  reset(id: number, reason: ResetReason, message: string): void {
+    const c = this.#connections.get(id);
+    if (c) this.#drop(c, { reason, by: 'us', message }, true);
+  }
+
+  /** The stream is gone: every connection is cut (its application sees a reset), no messages. */
+  closeAll(message: string): void {
+    this.#closed = true;
+    for (const pending of this.#pending.values()) pending.cancelled = true;
+    for (const c of [...this.#connections.values()]) this.#drop(c, { reason: 'closed', by: 'us', message }, false);
+  }
+
+  #attach(id: number, target: string, socket: Socket, state: Connection['state']): void {
+    const c: Connection = {
+      id,
+      target,
+      socket,
+      state,
+      sendCredit: FORWARD_WINDOW,
+      recvWindow: FORWARD_WINDOW,
+      toGrant: 0,
+      stash: undefined,
+      endPending: false,
+      localEnded: false,
+      remoteEnded: false,
+      sent: 0,
+      received: 0,
+    };
+    this.#connections.set(id, c);
+    socket.setNoDelay(true);
+    socket.on('error', () => {}); // 'close' follows, and says what became of the connection
+    socket.on('data', (chunk: Buffer) => this.#pump(c, chunk));
+    socket.on('end', () => {
+      c.endPending = true;
+      this.#sendEndIfDue(c);
+    });
+    socket.on('close', () => this.#socketClosed(c));
+  }
+
+  #message(m: ForwardMessage): void {
+    if (m.type === 'open') {
+      if (!this.#options.onOpenRequest) return this.#options.onProtocolError('only the client opens connections');
+      if (this.#connections.has(m.id) || this.#pending.has(m.id)) return this.#options.onProtocolError(`connection ${m.id} is open already`);
+      this.#pending.set(m.id, { cancelled: false });
+      this.#options.onOpenRequest(m.id, m.target);
+      return;
+    }
+    const pending = this.#pending.get(m.id);
+    if (pending) {
+      // Before the device answered, the client may only give up.
+      if (m.type === 'reset') pending.cancelled = true;
+      else this.#options.onProtocolError(`a ${m.type} message for connection ${m.id}, which is not open yet`);
+      return;
+    }
+    const c = this.#connections.get(m.id);
+    if (!c) return; // one that ended while this message was on its way
+    switch (m.type) {
+      case 'opened':
+        if (c.state !== 'opening' || this.#options.onOpenRequest) return this.#options.onProtocolError(`connection ${m.id} opened twice`);
+        c.state = 'open';
+        this.#options.onOpened?.(c.id, c.target);
+        this.#resumeIfFree(c);
+        return;
+      case 'credit':
+        c.sendCredit += m.bytes;
+        if (c.stash) {
+          const stash = c.stash;
+          c.stash = undefined;
+          this.#pump(c, stash);
+        }
+        this.#sendEndIfDue(c);
+        this.#resumeIfFree(c);
+        return;
+      case 'end':
+        c.remoteEnded = true;
+        c.socket.end();
+        return;
+      case 'reset':
+        this.#drop(c, { reason: m.reason, by: 'peer', message: m.message }, false);
+        return;
+    }
+  }
+
+  /** Sends what the window allows of `chunk` read from c's socket; the rest waits for credit. */
+  #pump(c: Connection, chunk: Buffer): void {
+    let at = 0;
+    while (at < chunk.length) {
+      const n = Math.min(chunk.length - at, c.sendCredit, MAX_RECORD);
+      if (n === 0) {
+        c.stash = chunk.subarray(at);
+        c.socket.pause();
+        return;
+      }
+      this.#transport.sendRecord(recordHeader(c.id, n), chunk.subarray(at, at + n));
+      c.sendCredit -= n;
+      c.sent += n;
+      at += n;
+    }
+    if (!this.#transportFull && this.#transport.buffered > this.#options.highWaterMark) {
+      this.#transportFull = true;
+      for (const other of this.#connections.values()) other.socket.pause();
+    }
+  }
+
+  /** Bytes for connection `id` from the peer. */
+  #data(id: number, slice: Buffer): void {
+    const c = this.#connections.get(id);
+    if (!c) {
+      if (this.#pending.has(id)) this.#options.onProtocolError(`data for connection ${id}, which is not open yet`);
+      return; // one that ended while its bytes were on their way
+    }
+    if (c.state === 'opening') return this.#options.onProtocolError(`data for connection ${id} before it opened`);
+    if (c.remoteEnded) return; // nothing may follow an end
+    if (slice.length > c.recvWindow) {
+      return this.#drop(c, { reason: 'protocol', by: 'us', message: `the peer sent more than the ${FORWARD_WINDOW}-byte window` }, true);
+    }
+    c.recvWindow -= slice.length;
+    c.received += slice.length;
+    const n = slice.length;
+    c.socket.write(slice, (err) => {
+      if (err || !this.#connections.has(c.id)) return;
+      c.toGrant += n;
+      if (c.remoteEnded) return; // the peer sends nothing more
+      if (c.toGrant >= CREDIT_BATCH || c.socket.writableLength === 0) {
+        this.#transport.sendMessage({ type: 'credit', id: c.id, bytes: c.toGrant });
+        c.recvWindow += c.toGrant;
+        c.toGrant = 0;
+      }
+    });
+  }
+
+  #sendEndIfDue(c: Connection): void {
+    if (!c.endPending || c.stash || c.localEnded || c.state !== 'open') return;
+    c.localEnded = true;
+    this.#transport.sendMessage({ type: 'end', id: c.id });
+  }
+
+  #resumeIfFree(c: Connection): void {
+    if (c.state === 'open' && !c.stash && !this.#transportFull && c.socket.isPaused()) c.socket.resume();
+  }
+
+  /** c's socket closed: the end of a connection both sides finished, or an abort on our side. */
+  #socketClosed(c: Connection): void {
+    if (this.#connections.get(c.id) !== c) return;
+    if (c.localEnded && c.remoteEnded) {
+      this.#connections.delete(c.id);
+      this.#options.onClosed?.({ id: c.id, target: c.target, sent: c.sent, received: c.received });
+      return;
+    }
+    const err = (c.socket as Socket & { errored?: Error | null }).errored as NodeJS.ErrnoException | null | undefined;
+    this.#drop(c, { reason: 'closed', by: 'us', message: err?.code ? `the connection failed: ${err.code}` : 'the connection was closed before it finished' }, true);
+  }
+
+  #drop(c: Connection, reset: NonNullable<ConnectionReport['reset']>, tellPeer: boolean): void {
+    if (this.#connections.get(c.id) !== c) return;
+    this.#connections.delete(c.id);
+    if (tellPeer && !this.#closed) this.#transport.sendMessage({ type: 'reset', id: c.id, reason: reset.reason, message: reset.message });
+    // The application on this side sees a reset, as it would from a TCP peer that went away.
+    if (!c.socket.destroyed) {
+      if (c.socket.readyState === 'open' || c.socket.readyState === 'readOnly' || c.socket.readyState === 'writeOnly') c.socket.resetAndDestroy();
+      else c.socket.destroy();
+    }
+    this.#options.onClosed?.({ id: c.id, target: c.target, sent: c.sent, received: c.received, reset });
+  }
+}

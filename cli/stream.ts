@@ -90,11 +90,19 @@ function downloadDoneOf(frame: CallFrame): DownloadDone {
   throw new CliError(`the device answered request ${frame.id} again where the end of a download was due`, 'bad_answer');
 }
 
-/** Connects to a session's stream; rejects with a readable error if it cannot. */
-export async function openStream(url: string): Promise<ClientStream> {
-  const ws = await connectStreamSocket(url, { maxPayload: 16 * 1024 * 1024 }).catch((err: Error) => {
+/**
+ * Connects to a session's stream and hands over the socket as it is, for a protocol that reads its
+ * own frames (port-forward); rejects with a readable error if it cannot.
+ */
+export function connectSessionSocket(url: string): Promise<StreamSocket> {
+  return connectStreamSocket(url, { maxPayload: 16 * 1024 * 1024 }).catch((err: Error) => {
     throw new CliError(`cannot connect to the session's stream: ${err.message}`, 'unreachable');
   });
+}
+
+/** Connects to a session's stream; rejects with a readable error if it cannot. */
+export async function openStream(url: string): Promise<ClientStream> {
+  const ws = await connectSessionSocket(url);
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason })));
 
   let nextId = 1;

@@ -50,7 +50,7 @@ export const startPortForward: HandlerFactory = (stream, ctx): Handler => {
   const mux = new ForwardMux(
     {
       sendMessage: (message) => void stream.sendJson(message),
-      sendRecord: (header, payload) => void stream.sendBinaryParts([header, payload]),
+      sendRecords: (parts) => void stream.sendBinaryParts(parts),
       get buffered() {
         return stream.pending;
       },

@@ -19,7 +19,7 @@ import { explainClose } from '../explain-close';
 import { parseForwardSpec, type ForwardSpec } from '../forward-spec';
 import { formatBytes, printJson } from '../output';
 import { closeSession, openSession, type Session } from '../sessions';
-import { openStream } from '../stream';
+import { connectSessionSocket } from '../stream';
 
 export interface ForwardFlags {
   ttl?: number;
@@ -162,14 +162,14 @@ class Tunnel {
 
   /** Connects the stream; rejects if the first attempt fails. */
   async connect(): Promise<void> {
-    const stream = await openStream(this.url);
-    if (this.#closed) return stream.close();
+    const ws = await connectSessionSocket(this.url);
+    if (this.#closed) return ws.close(1000, 'client done');
     this.#attempt = 0;
-    const ws = stream.ws;
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason })));
     const mux = new ForwardMux(
       {
         sendMessage: (message) => ws.send(JSON.stringify(message)),
-        sendRecord: (header, payload) => ws.send([header, payload]),
+        sendRecords: (parts) => ws.send(parts),
         get buffered() {
           return ws.bufferedAmount;
         },
@@ -189,7 +189,7 @@ class Tunnel {
     ws.on('drain', () => mux.drained());
     this.#ws = ws;
     this.#mux = mux;
-    void stream.closed.then(({ code, reason }) => {
+    void closed.then(({ code, reason }) => {
       mux.closeAll('the stream ended');
       this.#ws = undefined;
       this.#mux = undefined;

@@ -16,6 +16,14 @@ import { STREAM_CLOSE } from '../session-stream';
 
 /** Bytes a side may send on one connection before its peer grants more (the initial window). */
 export const FORWARD_WINDOW = 1024 * 1024;
+/**
+ * A receiver may widen a connection's window up to this by granting more than it received, while
+ * its own reader keeps up and the sender keeps running into the window: one connection's speed
+ * is bounded by window ÷ round trip, and a stalled reader never widens its own.
+ */
+export const MAX_FORWARD_WINDOW = 8 * 1024 * 1024;
+/** What one stream's widened windows may add up to beyond the initial ones, on each side. */
+export const STREAM_WINDOW_BUDGET = 32 * 1024 * 1024;
 /** A receiver grants credit once this much has been handed on (or when its socket drained). */
 export const CREDIT_BATCH = 256 * 1024;
 /** The largest data record's payload. */

@@ -387,6 +387,32 @@ describe('tether forward', () => {
     expect(proc.stderr.join('\n')).toContain('tether: the session expired');
   });
 
+  it('dials the stream again when it is lost under it (the agent restarted), and new connections work', async () => {
+    const { token, agent } = await stack.onlineDevice('pf-restart');
+    const svc = await echo();
+    const { proc, ports } = await forward('pf-restart', [`0:127.0.0.1:${svc.port}`]);
+    const before = await dial(ports[0]!);
+    before.socket.write('before');
+    await waitFor(() => before.received().toString() === 'before', 'an echo before the restart');
+
+    await agent.stop();
+    await before.closed; // in flight when the stream went: lost with it
+    await proc.waitForLine(/the device's agent stopped; connecting again/);
+    const again = stack.startAgent('pf-restart', token);
+    closers.push(() => again.kill('SIGKILL'));
+    await stack.waitForStatus('pf-restart', 'online');
+    const after = await waitFor(async () => {
+      const c = await dial(ports[0]!);
+      c.socket.write('after');
+      await Promise.race([c.closed, waitFor(() => c.received().toString() === 'after', 'an echo', 2000).catch(() => {})]);
+      return c.received().toString() === 'after' && c;
+    }, 'a connection through the stream dialled again', 30_000);
+    expect(after.received().toString()).toBe('after');
+    expect(proc.child.exitCode).toBeNull();
+    proc.kill('SIGTERM');
+    expect((await proc.exited).code).toBe(0);
+  }, 60_000);
+
   it('resets a connection idle past the agent\'s idle timeout, saying so', async () => {
     await stack.onlineDevice('pf-idle', { TETHER_FORWARD_IDLE_TIMEOUT: '1' });
     const svc = await echo();

@@ -7,9 +7,10 @@
  */
 import { createHash } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import * as pty from 'node-pty';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FORWARD_WINDOW, RECORD_HEADER_BYTES } from '../../shared/port-forward/protocol';
-import { startProcess } from '../helpers/processes';
+import { startProcess, TETHER_BIN } from '../helpers/processes';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { connectStream } from '../helpers/stream';
 import { waitFor } from '../helpers/wait';
@@ -196,6 +197,40 @@ describe('tether forward', () => {
     expect((await proc.exited).code).toBe(0);
     const closed = (await stack.admin.get(`/v1/remote-access/sessions/${session!.session_id}`)).body.data;
     expect(closed).toMatchObject({ status: 'closed', close_reason: 'closed' });
+  });
+
+  it('on a terminal, logs each connection as it opens and closes; with --json, prints the session and where each forward listens', async () => {
+    const svc = await echo();
+    const term = pty.spawn(process.execPath, [TETHER_BIN, 'forward', 'pf-dev', `0:127.0.0.1:${svc.port}`], {
+      env: { ...process.env, TETHER_SERVER: stack.url, TETHER_TOKEN: engineer, XDG_CONFIG_HOME: tempDir('tether-pf-config-') } as Record<string, string>,
+    });
+    let screen = '';
+    term.onData((d) => (screen += d));
+    const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
+    try {
+      const port = Number((await waitFor(() => /forwarding 127\.0\.0\.1:(\d+) -> /.exec(screen), 'the forwarding line'))[1]);
+      const c = await dial(port);
+      c.socket.end('hi');
+      await waitFor(() => c.ended, 'the echo');
+      await waitFor(() => /connection 1 to 127\.0\.0\.1:\d+ closed \(2 B sent, 2 B received\)/.test(screen), 'the close logged');
+      expect(screen).toMatch(new RegExp(`connection 1 from 127\\.0\\.0\\.1:\\d+ to 127\\.0\\.0\\.1:${port} -> 127\\.0\\.0\\.1:${svc.port}`));
+      term.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      term.kill('SIGKILL');
+    }
+
+    const proc = startProcess(['forward', 'pf-dev', '0:127.0.0.1:1', '--json'], {
+      TETHER_SERVER: stack.url,
+      TETHER_TOKEN: engineer,
+      XDG_CONFIG_HOME: tempDir('tether-pf-config-'),
+    });
+    closers.push(() => proc.kill('SIGKILL'));
+    await waitFor(() => proc.stdout.join('\n').trim().endsWith('}') && proc.stdout.join('\n'), 'the JSON');
+    const printed = JSON.parse(proc.stdout.join('\n'));
+    expect(printed).toMatchObject({ protocol: 'port-forward', device_id: 'pf-dev', targets: ['127.0.0.1:1'], forwards: [{ listen: expect.stringMatching(/^127\.0\.0\.1:\d+$/), target: '127.0.0.1:1' }] });
+    proc.kill('SIGTERM');
+    expect((await proc.exited).code).toBe(0);
   });
 
   it('half-closes both ways: each FIN reaches the other side, and the other direction goes on', async () => {

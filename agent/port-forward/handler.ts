@@ -43,8 +43,8 @@ const REASON_TEXT: Partial<Record<ResetReason, string>> = {
 export const startPortForward: HandlerFactory = (stream, ctx): Handler => {
   const { config, log } = ctx;
   const targets = new Set(ctx.targets);
-  /** Sockets still connecting, to cut when the stream ends. */
-  const connecting = new Set<Socket>();
+  /** Sockets still connecting, with their connect timers, to cut when the stream ends. */
+  const connecting = new Map<Socket, NodeJS.Timeout>();
   let stopped = false;
 
   const mux = new ForwardMux(
@@ -86,8 +86,8 @@ export const startPortForward: HandlerFactory = (stream, ctx): Handler => {
       return mux.refuse(id, 'limit', `this device holds at most ${config.forwardMaxConnections} connections per session`);
     }
     const socket = connect({ host: parsed.value.host.replace(/^\[|\]$/g, ''), port: parsed.value.port, allowHalfOpen: true });
-    connecting.add(socket);
     const timer = setTimeout(() => socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })), CONNECT_TIMEOUT_MS);
+    connecting.set(socket, timer);
     socket.once('error', function onConnectError(err: NodeJS.ErrnoException) {
       clearTimeout(timer);
       connecting.delete(socket);
@@ -113,7 +113,10 @@ export const startPortForward: HandlerFactory = (stream, ctx): Handler => {
   const stop = async (reason: string): Promise<void> => {
     if (stopped) return;
     stopped = true;
-    for (const socket of connecting) socket.destroy();
+    for (const [socket, timer] of connecting) {
+      clearTimeout(timer);
+      socket.destroy();
+    }
     connecting.clear();
     mux.closeAll(reason);
   };

@@ -113,13 +113,15 @@ export async function forward(ctx: Context, device: string, specTexts: string[],
   for (const s of ['SIGINT', 'SIGTERM'] as const) process.on(s, onSignal);
 
   let sessionOver = false;
+  const dialing = new Tunnel(session.websocket_url!, {
+    log: (line) => onTerminal && say(line),
+    warn: say,
+    ended: (code, reason) => finished({ code, reason }),
+  });
   try {
-    tunnel = new Tunnel(session.websocket_url!, {
-      log: (line) => onTerminal && say(line),
-      warn: say,
-      ended: (code, reason) => finished({ code, reason }),
-    });
-    await tunnel.connect();
+    await dialing.connect();
+    // Connections that came while the stream was being dialled were held; they go now.
+    tunnel = dialing;
     for (const { socket, l } of held.splice(0)) tunnel.carry(socket, l);
     if (flags.json) printJson(ctx.out, { ...session, forwards: listeners.map((l) => ({ listen: l.address, target: l.spec.target })) });
     else for (const l of listeners) ctx.out.stdout(`forwarding ${l.address} -> ${device}:${l.spec.target}\n`);
@@ -132,7 +134,8 @@ export async function forward(ctx: Context, device: string, specTexts: string[],
   } finally {
     for (const s of ['SIGINT', 'SIGTERM'] as const) process.off(s, onSignal);
     closeListeners();
-    tunnel?.close();
+    dialing.close();
+    for (const { socket } of held.splice(0)) socket.destroy();
     if (!sessionOver) await closeSession(api, session.session_id).catch((err: Error) => say(`could not close the session: ${err.message}`));
   }
 }

@@ -24,6 +24,7 @@ import {
   MAX_RECORD,
   STREAM_WINDOW_BUDGET,
   recordHeader,
+  knownReason,
   type ForwardMessage,
   type ResetReason,
 } from './protocol';
@@ -106,8 +107,10 @@ export class ForwardMux {
   readonly #pending = new Map<number, { cancelled: boolean }>();
   readonly #records = createRecordReader({
     data: (id, slice) => this.#data(id, slice),
-    invalid: (why) => this.#options.onProtocolError(why),
+    invalid: (why) => this.#fail(why),
   });
+  /** The peer broke the protocol: nothing more it sends is acted on. */
+  #failed = false;
   #transportFull = false;
   #closed = false;
   #batch: Buffer[] = [];
@@ -128,14 +131,23 @@ export class ForwardMux {
 
   /** A text frame of the stream. */
   text(text: string): void {
+    if (this.#failed) return;
+    // Messages go between records, never inside one (a sender writes a record whole first).
+    if (this.#records.midRecord) return this.#fail('a message in the middle of a data record');
     const message = parseMessage(forwardMessage, text);
-    if (!message) return this.#options.onProtocolError('a text frame that is not a port-forward message');
+    if (!message) return this.#fail('a text frame that is not a port-forward message');
     this.#message(message);
   }
 
   /** The next bytes of the stream's binary frames. */
   binary(chunk: Buffer): void {
-    this.#records.push(chunk);
+    if (!this.#failed) this.#records.push(chunk);
+  }
+
+  #fail(why: string): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.#options.onProtocolError(why);
   }
 
   /** The transport wrote out what it held: sockets are read again. */
@@ -241,12 +253,14 @@ export class ForwardMux {
       this.#sendEndIfDue(c);
     });
     socket.on('close', () => this.#socketClosed(c));
+    // A 'data' listener sets the socket flowing: not while it may not send yet.
+    if (state === 'opening' || this.#transportFull) socket.pause();
   }
 
   #message(m: ForwardMessage): void {
     if (m.type === 'open') {
-      if (!this.#options.onOpenRequest) return this.#options.onProtocolError('only the client opens connections');
-      if (this.#connections.has(m.id) || this.#pending.has(m.id)) return this.#options.onProtocolError(`connection ${m.id} is open already`);
+      if (!this.#options.onOpenRequest) return this.#fail('only the client opens connections');
+      if (this.#connections.has(m.id) || this.#pending.has(m.id)) return this.#fail(`connection ${m.id} is open already`);
       this.#pending.set(m.id, { cancelled: false });
       this.#options.onOpenRequest(m.id, m.target);
       return;
@@ -255,14 +269,14 @@ export class ForwardMux {
     if (pending) {
       // Before the device answered, the client may only give up.
       if (m.type === 'reset') pending.cancelled = true;
-      else this.#options.onProtocolError(`a ${m.type} message for connection ${m.id}, which is not open yet`);
+      else this.#fail(`a ${m.type} message for connection ${m.id}, which is not open yet`);
       return;
     }
     const c = this.#connections.get(m.id);
     if (!c) return; // one that ended while this message was on its way
     switch (m.type) {
       case 'opened':
-        if (c.state !== 'opening' || this.#options.onOpenRequest) return this.#options.onProtocolError(`connection ${m.id} opened twice`);
+        if (c.state !== 'opening' || this.#options.onOpenRequest) return this.#fail(`connection ${m.id} opened twice`);
         c.state = 'open';
         this.#options.onOpened?.(c.id, c.target);
         this.#resumeIfFree(c);
@@ -278,11 +292,12 @@ export class ForwardMux {
         this.#resumeIfFree(c);
         return;
       case 'end':
+        if (c.state === 'opening') return this.#fail(`an end for connection ${m.id} before it opened`);
         c.remoteEnded = true;
         c.socket.end();
         return;
       case 'reset':
-        this.#drop(c, { reason: m.reason, by: 'peer', message: m.message }, false);
+        this.#drop(c, { reason: knownReason(m.reason), by: 'peer', message: m.message }, false);
         return;
     }
   }
@@ -312,18 +327,21 @@ export class ForwardMux {
   #data(id: number, slice: Buffer): void {
     const c = this.#connections.get(id);
     if (!c) {
-      if (this.#pending.has(id)) this.#options.onProtocolError(`data for connection ${id}, which is not open yet`);
+      if (this.#pending.has(id)) this.#fail(`data for connection ${id}, which is not open yet`);
       return; // one that ended while its bytes were on their way
     }
-    if (c.state === 'opening') return this.#options.onProtocolError(`data for connection ${id} before it opened`);
+    if (c.state === 'opening') return this.#fail(`data for connection ${id} before it opened`);
     if (c.remoteEnded) return; // nothing may follow an end
     if (slice.length > c.recvWindow) {
-      return this.#drop(c, { reason: 'protocol', by: 'us', message: `the peer sent more than the ${FORWARD_WINDOW}-byte window` }, true);
+      return this.#drop(c, { reason: 'protocol', by: 'us', message: `the peer sent more than its window of ${c.window} bytes` }, true);
     }
     c.recvWindow -= slice.length;
     c.received += slice.length;
     if (c.recvWindow < c.window / 4) c.starved = true;
     const n = slice.length;
+    // A write waiting on a stalled reader keeps its buffer alive: a small slice of a large read
+    // would keep all of the read (64 KiB for a byte), and the window would no longer bound memory.
+    if (n * 2 < slice.buffer.byteLength) slice = Buffer.from(slice);
     // What arrives for a connection in one turn leaves in one writev, as in the broker's splice.
     if (!c.corked) {
       c.corked = true;
@@ -337,7 +355,9 @@ export class ForwardMux {
       if (err || !this.#connections.has(c.id)) return;
       c.toGrant += n;
       if (c.remoteEnded) return; // the peer sends nothing more
-      if (c.toGrant >= CREDIT_BATCH || c.socket.writableLength === 0) {
+      // Credit in batches: a peer sending tiny records gets one message per CREDIT_BATCH, and a
+      // sender held up by the window always has at least that much owed (windows are larger).
+      if (c.toGrant >= CREDIT_BATCH) {
         let grant = c.toGrant;
         // The sender is held back by the window while our reader keeps up: double the window.
         const widen = Math.min(c.window, MAX_FORWARD_WINDOW - c.window, STREAM_WINDOW_BUDGET - this.#widened);
@@ -367,13 +387,13 @@ export class ForwardMux {
   /** c's socket closed: the end of a connection both sides finished, or an abort on our side. */
   #socketClosed(c: Connection): void {
     if (this.#connections.get(c.id) !== c) return;
-    if (c.localEnded && c.remoteEnded) {
+    const err = (c.socket as Socket & { errored?: Error | null }).errored as NodeJS.ErrnoException | null | undefined;
+    if (c.localEnded && c.remoteEnded && !err) {
       this.#connections.delete(c.id);
       this.#widened -= c.window - FORWARD_WINDOW;
       this.#options.onClosed?.({ id: c.id, target: c.target, sent: c.sent, received: c.received });
       return;
     }
-    const err = (c.socket as Socket & { errored?: Error | null }).errored as NodeJS.ErrnoException | null | undefined;
     this.#drop(c, { reason: 'closed', by: 'us', message: err?.code ? `the connection failed: ${err.code}` : 'the connection was closed before it finished' }, true);
   }
 

@@ -55,7 +55,8 @@ export const endMessage = z.object({ type: z.literal('end'), id: connectionId })
 export const resetMessage = z.object({
   type: z.literal('reset'),
   id: connectionId,
-  reason: z.enum(RESET_REASONS),
+  // Any short word: a reason a newer peer adds must not break the stream of an older one.
+  reason: z.string().check(z.minLength(1), z.maxLength(32)),
   message: z.optional(z.string().check(z.maxLength(500))),
 });
 
@@ -63,6 +64,10 @@ export const forwardMessage = z.discriminatedUnion('type', [openMessage, openedM
 export type ForwardMessage = z.infer<typeof forwardMessage>;
 export type OpenMessage = z.infer<typeof openMessage>;
 export type ResetMessage = z.infer<typeof resetMessage>;
+
+/** A reset's reason as this side knows it: one of RESET_REASONS, or `error` for one it does not. */
+export const knownReason = (reason: string): ResetReason =>
+  (RESET_REASONS as readonly string[]).includes(reason) ? (reason as ResetReason) : 'error';
 
 /** The header of a data record carrying `length` bytes of connection `id`. */
 export function recordHeader(id: number, length: number): Buffer {

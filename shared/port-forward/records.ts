@@ -21,6 +21,10 @@ export function createRecordReader(sink: RecordSink) {
   let broken = false;
 
   return {
+    /** True while part of a record's payload has been read and the rest has not. */
+    get midRecord(): boolean {
+      return left > 0 || headerHave > 0;
+    },
     push(chunk: Buffer): void {
       let at = 0;
       while (at < chunk.length && !broken) {

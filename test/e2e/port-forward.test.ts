@@ -513,13 +513,8 @@ describe('the stream, spoken by a raw client', () => {
     expect(closed.bytes_from_device).toBe(client.receivedBytes);
   });
 
-  it('resets a connection whose peer sends past its window, and closes the stream on bytes that are not records', async () => {
-    const svc = await service((s) => s.pause()); // reads nothing: no credit comes back
-    const { client } = await rawSession([`127.0.0.1:${svc.port}`]);
-    client.send({ type: 'open', id: 1, target: `127.0.0.1:${svc.port}` });
-    await client.waitForMessage((m) => m.id === 1 && m.type === 'opened');
-    // Send within the window until the device side's kernel buffers are full and credit stops
-    // coming (nothing reads there), then one byte past what was granted.
+  /** Sends within connection 1's window until nothing reads on the device side and no more credit comes. */
+  async function fillUntilStalled(client: Awaited<ReturnType<typeof rawSession>>['client']) {
     const granted = () =>
       FORWARD_WINDOW + client.messages.filter((m) => m.id === 1 && m.type === 'credit').reduce((n, m) => n + (m.bytes as number), 0);
     let sent = 0;
@@ -537,7 +532,18 @@ describe('the stream, spoken by a raw client', () => {
         sent += room;
       } else await new Promise((r) => setTimeout(r, 20));
     }
-    client.send(record(1, Buffer.alloc(1)));
+    return granted() - sent; // the window left
+  }
+
+  it('resets a connection whose peer sends past its window, and closes the stream on bytes that are not records', async () => {
+    const svc = await service((s) => s.pause()); // reads nothing: no credit comes back
+    const { client } = await rawSession([`127.0.0.1:${svc.port}`]);
+    client.send({ type: 'open', id: 1, target: `127.0.0.1:${svc.port}` });
+    await client.waitForMessage((m) => m.id === 1 && m.type === 'opened');
+    // Send within the window until the device side's kernel buffers are full and credit stops
+    // coming (nothing reads there), then one byte past what was granted.
+    const left = await fillUntilStalled(client);
+    for (let sent = 0; sent <= left; sent += 256 * 1024) client.send(record(1, Buffer.alloc(Math.min(256 * 1024, left + 1 - sent))));
     expect(await client.waitForMessage((m) => m.id === 1 && m.type === 'reset')).toMatchObject({ reason: 'protocol' });
 
     client.send(record(0, Buffer.from('x')));

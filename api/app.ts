@@ -28,6 +28,8 @@ import { serviceRoutes } from './deployments/routes';
 import { createFleet } from './fleet/fleet';
 import { fleetRoutes } from './fleet/routes';
 import type { Store } from './store/index';
+import { createRecorder, type RecorderSettings } from './recordings/recorder';
+import { recordingRoutes, recordingViewer } from './recordings/routes';
 
 export interface ApiDeps {
   store: Store;
@@ -40,6 +42,8 @@ export interface ApiDeps {
   now: () => number;
   /** Builds the deployment runtime, given where it reports to. */
   runtime: RuntimeFactory;
+  /** Where and how shell sessions are recorded. */
+  recordings: RecorderSettings;
 }
 
 export function createApi(deps: ApiDeps) {
@@ -58,7 +62,16 @@ export function createApi(deps: ApiDeps) {
       }
     },
   });
-  const sessions = createSessions({ store, relay, log: log.child({ component: 'sessions' }), now });
+  const recorder = createRecorder(store, deps.recordings, log.child({ component: 'recordings' }), now);
+  // A session's recording is finished when the session closes (its streams end first).
+  const sessionRelay: RelayPort = {
+    ...relay,
+    sessionClosed(session) {
+      relay.sessionClosed(session);
+      recorder.sessionClosed(session.session_id);
+    },
+  };
+  const sessions = createSessions({ store, relay: sessionRelay, log: log.child({ component: 'sessions' }), now });
   // The runtime reports to the deployment service, which exists once the runtime does.
   const runtime = deps.runtime((report) => deployments.onReport(report), log.child({ component: 'runtime' }));
   const deployments = createDeployments({ store, runtime, log: log.child({ component: 'deployments' }), now });
@@ -97,7 +110,9 @@ export function createApi(deps: ApiDeps) {
       wsBase: deps.wsBase,
       openLimiter: createSlidingWindowLimiter(SESSION_OPEN_PER_MINUTE, minute, now),
       auditLimiter: createSlidingWindowLimiter(AUDIT_LIST_PER_MINUTE, minute, now),
+      recordingOf: recordingViewer(store, recorder),
     }),
+    recordingRoutes({ store, sessions, recorder, now }),
     serviceRoutes(deployments, store),
     fleetRoutes(createFleet(store, now)),
   ];
@@ -122,6 +137,8 @@ export function createApi(deps: ApiDeps) {
     sessions,
     /** Decides who may connect to a session's stream (the broker asks). */
     authorizeStream: createStreamAccess(store, tokens, deps.ticketer, now),
+    /** Records shell sessions' streams (the broker reports them). */
+    recordings: recorder.port,
     /** Adds tunnel byte counts to session records (the broker reports them). */
     recordBytes: (counts: Map<string, { toDevice: number; fromDevice: number }>) => store.sessions.addBytes(counts),
     /** Reconciles sessions left open by a previous run and arms the expiry timer. */
@@ -130,12 +147,15 @@ export function createApi(deps: ApiDeps) {
       if (reconciled.expired + reconciled.closed > 0) log.info('reconciled sessions left open', reconciled);
       sessions.start();
       deployments.resume();
+      void recorder.start().catch((err: Error) => log.error('recordings could not start', { err: err.message }));
     },
     /** Closes every open session with `server_shutdown` and stops the runtime. */
     shutdown() {
       runtime.close();
       return sessions.shutdown();
     },
+    /** Waits for the recordings to be written, before the database closes. */
+    drain: () => recorder.stop(),
   };
 }
 export type Api = ReturnType<typeof createApi>;

@@ -20,7 +20,7 @@ const WARMUP_MS = 3000;
 const COLD_SAMPLES = 2000;
 
 /** Sorted round trip times (ms) of a cold run and, after a longer warm-up, a warm one. */
-interface EchoTimes {
+export interface EchoTimes {
   cold: number[];
   warm: number[];
 }
@@ -61,7 +61,7 @@ async function roundTrips(send: (b: Buffer) => void, onData: (l: (d: Buffer) => 
   return { cold: cold.sort((a, b) => a - b), warm: warm.sort((a, b) => a - b) };
 }
 
-async function openShell(server: ServerProcess, deviceId: string, token = server.token) {
+export async function openShell(server: ServerProcess, deviceId: string, token = server.token) {
   const t0 = performance.now();
   const res = await call(`${server.url}/v1/remote-access/sessions`, 'POST', token, { device_id: deviceId, protocol: 'shell' });
   if (res.status !== 201) throw new Error(`open shell: ${res.status} ${JSON.stringify(res.body)}`);
@@ -74,20 +74,25 @@ async function openShell(server: ServerProcess, deviceId: string, token = server
 async function tetherEcho(server: ServerProcess, samples: number): Promise<EchoTimes> {
   const agent = await startAgent(server, 'bench-echo', tempDir('tether-bench-echo-'));
   try {
-    const { ws, sessionId } = await openShell(server, 'bench-echo');
-    ws.send(Buffer.from('stty raw -echo; exec cat\n'), { binary: true });
-    await sleep(500); // let cat start and the echo of the line pass
-    const times = await roundTrips(
-      (b) => ws.send(b, { binary: true }),
-      (l) => ws.on('message', (d: Buffer, isBinary) => isBinary && l(d)),
-      samples,
-    );
-    ws.close();
-    await call(`${server.url}/v1/remote-access/sessions/${sessionId}`, 'DELETE', server.token);
-    return times;
+    return await shellRoundTrips(server, 'bench-echo', samples);
   } finally {
     await agent.stop();
   }
+}
+
+/** Round trips through `cat` in a new shell session on `deviceId`'s (running) agent. */
+export async function shellRoundTrips(server: ServerProcess, deviceId: string, samples: number): Promise<EchoTimes> {
+  const { ws, sessionId } = await openShell(server, deviceId);
+  ws.send(Buffer.from('stty raw -echo; exec cat\n'), { binary: true });
+  await sleep(500); // let cat start and the echo of the line pass
+  const times = await roundTrips(
+    (b) => ws.send(b, { binary: true }),
+    (l) => ws.on('message', (d: Buffer, isBinary) => isBinary && l(d)),
+    samples,
+  );
+  ws.close();
+  await call(`${server.url}/v1/remote-access/sessions/${sessionId}`, 'DELETE', server.token);
+  return times;
 }
 
 export async function echoBench(server: ServerProcess, samples: number): Promise<Result[]> {

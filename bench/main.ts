@@ -1,7 +1,7 @@
 /**
  * @module `npm run bench`: starts a real `tether server` and real agents on 127.0.0.1, measures
  * transfers (beside bare WebSocket processes and OpenSSH, direct and through a jump host), server
- * CPU per GiB, keystroke echo, time to shell, port forwarding (beside `ssh -L` and `ssh -J -L`), agent capacity, memory at idle and under transfer, API
+ * CPU per GiB, keystroke echo, time to shell, port forwarding (beside `ssh -L` and `ssh -J -L`), what recording costs, agent capacity, memory at idle and under transfer, API
  * throughput and the command's start-up, prints one table with each figure beside its target, and writes
  * bench/results.json. `--quick` runs a tiny version (a few MiB, a few samples) for the tests.
  */
@@ -11,6 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { apiBench } from './api';
 import { capacityBench } from './capacity';
 import { forwardBench } from './forward';
+import { recordingBench } from './recording';
 import { echoBench, timeToShellBench } from './latency';
 import { printTable, startAgent, startServer, tempDir, type Result } from './lib';
 import { allowSshdInstall } from './sshd';
@@ -26,8 +27,8 @@ const agentsArg = Number(process.argv.find((a) => a.startsWith('--agents='))?.sl
 // As many agents as one process's open-files limit allows, less room for the server's own files.
 const defaultAgents = Math.max(15_000, Math.min(19_000, fdLimit() - 1000));
 const plan = quick
-  ? { bytes: 8 * MiB, repeats: 1, settleSeconds: 1, echoSamples: 200, pingSamples: 200, shells: 5, agents: 50, idleSeconds: 1, apiSeconds: 1 }
-  : { bytes: 1024 * MiB, repeats: 3, settleSeconds: 5, echoSamples: 10_000, pingSamples: 5_000, shells: 50, agents: agentsArg || defaultAgents, idleSeconds: 60, apiSeconds: 10 };
+  ? { bytes: 8 * MiB, repeats: 1, settleSeconds: 1, echoSamples: 200, pingSamples: 200, shellOutput: 1 * MiB, shells: 5, agents: 50, idleSeconds: 1, apiSeconds: 1 }
+  : { bytes: 1024 * MiB, repeats: 3, settleSeconds: 5, echoSamples: 10_000, pingSamples: 5_000, shellOutput: 64 * MiB, shells: 50, agents: agentsArg || defaultAgents, idleSeconds: 60, apiSeconds: 10 };
 
 /** The soft open-files limit of this process (children inherit it). */
 function fdLimit(): number {
@@ -50,6 +51,7 @@ async function main(): Promise<void> {
     if (wanted('transfer')) results.push(...(await transferBench(server, plan.bytes, plan.repeats, plan.settleSeconds)));
     if (wanted('echo')) results.push(...(await echoBench(server, plan.echoSamples)));
     if (wanted('shell')) results.push(...(await timeToShellBench(server, plan.shells)));
+    if (wanted('recording')) results.push(...(await recordingBench(server, plan.echoSamples, plan.shellOutput)));
     if (wanted('forward')) results.push(...(await forwardBench(server, plan.bytes, plan.repeats, plan.pingSamples, quick)));
     if (wanted('api')) {
       const agent = await startAgent(server, 'bench-api', tempDir('tether-bench-api-'));

@@ -25,6 +25,10 @@ export interface FrameForwarderOptions {
   onProtocolError(code: number, reason: string, kind: FrameErrorKind): void;
   /** Data payload bytes forwarded, for byte counters. */
   onPayloadBytes(bytes: number): void;
+  /** A data frame's header, after its rewritten form went to `onData` (for a tap: recordings). */
+  onFrame?(fin: boolean, opcode: number, length: number): void;
+  /** A data frame's payload slice, after it went to `onData`. */
+  onPayload?(slice: Buffer): void;
 }
 
 export interface FrameForwarder {
@@ -44,10 +48,14 @@ export function createFrameForwarder(options: FrameForwarderOptions): FrameForwa
   return createFrameReader({
     expectMasked: options.expectMasked,
     maxPayload: options.maxPayload,
-    onFrame: (fin, opcode, length) => options.onData(encodeUnmaskedHeader(fin, opcode, length)),
+    onFrame(fin, opcode, length) {
+      options.onData(encodeUnmaskedHeader(fin, opcode, length));
+      options.onFrame?.(fin, opcode, length);
+    },
     onPayload(slice) {
       options.onData(slice);
       options.onPayloadBytes(slice.length);
+      options.onPayload?.(slice);
     },
     onControl: options.onControl,
     onProtocolError: options.onProtocolError,

@@ -15,6 +15,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { FrameTap } from '../shared/recording';
 import { closePayload } from '../shared/ws-close';
 import { createFrameForwarder, OPCODE, type ControlFrame } from './frame-relay';
 import { encodeUnmaskedHeader } from '../shared/ws-frames/wire';
@@ -30,6 +31,8 @@ export interface HopSink {
   payloadBytes(bytes: number): void;
   /** After the frames of one read have been passed on. */
   end(): void;
+  /** A tap on the data frames passed on (a recording): each header, then its payload slices. */
+  tap?: FrameTap | undefined;
 }
 
 export interface HopOptions {
@@ -141,6 +144,8 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
       if (forwardingFrame) sink?.data(chunk);
     },
     onPayloadBytes: (bytes) => forwardingFrame && sink?.payloadBytes(bytes),
+    onFrame: (fin, opcode, length) => forwardingFrame && sink?.tap?.frame(fin, opcode, length),
+    onPayload: (slice) => forwardingFrame && sink?.tap?.payload(slice),
     onControl: control,
     onProtocolError: (code, reason) => fail(code, reason),
   });

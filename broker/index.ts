@@ -17,6 +17,7 @@ import {
   type SessionProtocol,
 } from '../shared/control-channel';
 import { STREAM_PATH, type StreamAccess } from '../shared/session-stream';
+import type { RecordingPort } from '../shared/recording';
 import { createAgentChannel, type PresenceSink } from './agents';
 import { guardRawSocket } from './accept';
 import { rejectUpgrade } from './reject';
@@ -37,6 +38,8 @@ export interface BrokerDeps {
   recordBytes(counts: Map<string, ByteCounts>): void;
   /** How long a client waits for the device to join (10 s, docs/session-streams.md; tests shorten it). */
   joinTimeoutMs?: number;
+  /** Records streams as they pass (shell sessions); none: nothing is recorded. */
+  recordings?: RecordingPort | undefined;
 }
 
 export interface SessionNotice {
@@ -70,6 +73,7 @@ export function createBroker(deps: BrokerDeps) {
     onBytes: (direction, bytes) => (direction === 'to_device' ? bytesTo : bytesFrom).inc(bytes),
     joinTimeoutMs: deps.joinTimeoutMs,
     now: deps.now,
+    recordings: deps.recordings,
   });
   deps.metrics.gauge('tether_agents_online', 'Agents connected to the broker.', () => agents.registry.size);
   deps.metrics.gauge('tether_streams_open', 'Session streams with a client connected.', () => streams.size);

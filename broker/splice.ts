@@ -7,6 +7,7 @@
  * stops reading its source until the destination drains, so memory stays bounded by the mark
  * whatever the peers do. Ends exactly once.
  */
+import type { FrameTap } from '../shared/recording';
 import type { Hop } from './hop';
 
 export interface SpliceOptions {
@@ -18,6 +19,8 @@ export interface SpliceOptions {
    * with. Called once.
    */
   onEnd(closedSide: 'a' | 'b', code: number, reason: string): { code: number; reason: string };
+  /** Sees the data frames going one way as they pass (a recording); never holds them up. */
+  taps?: { aToB?: FrameTap | undefined; bToA?: FrameTap | undefined } | undefined;
 }
 
 export interface Splice {
@@ -52,6 +55,7 @@ export function splice(a: Hop, b: Hop, options: SpliceOptions): Splice {
       },
       data: (chunk) => dst.write(chunk),
       payloadBytes: (bytes) => options.onBytes(direction, bytes),
+      tap: options.taps?.[direction],
       end() {
         dst.flushControl();
         if (!ended && out.writableLength > options.highWaterMark) src.pause();

@@ -16,6 +16,7 @@ import { sendableCode } from '../shared/ws-close';
 import { createByteMeter, type ByteCounts } from './byte-meter';
 import { acceptHop, type Hop } from './hop';
 import { splice, type Splice } from './splice';
+import type { RecordingPort, StreamRecording } from '../shared/recording';
 
 /** Frames of a data stream; tar chunks and terminal bytes are far smaller. */
 export const STREAM_MAX_PAYLOAD = 4 * 1024 * 1024;
@@ -36,6 +37,8 @@ export interface StreamDeps {
   joinTimeoutMs?: number;
   /** Wall clock (ms), to compare with token expiry times. */
   now?: () => number;
+  /** Records streams (shell sessions) as they pass; none: nothing is recorded. */
+  recordings?: RecordingPort | undefined;
 }
 
 interface Stream {
@@ -48,6 +51,7 @@ interface Stream {
   retryTimer?: NodeJS.Timeout;
   /** Ends a stream joined with a bearer token when that token expires. */
   tokenTimer?: NodeJS.Timeout;
+  recording?: StreamRecording | undefined;
 }
 
 // setTimeout's ceiling (about 24.8 days); a later expiry re-arms when it fires.
@@ -71,6 +75,8 @@ export function createStreams(deps: StreamDeps) {
     if (bySession.get(stream.grant.sessionId) === stream) bySession.delete(stream.grant.sessionId);
     byStreamId.delete(stream.streamId);
     meter.flush(stream.grant.sessionId);
+    stream.recording?.end();
+    stream.recording = undefined;
   }
 
   /** Ends a stream from the broker's side: counts written, both sides closed with `code`. */
@@ -144,14 +150,26 @@ export function createStreams(deps: StreamDeps) {
   const tokenExpired = (stream: Stream) =>
     stream.grant.tokenExpiresAt !== undefined && Date.parse(stream.grant.tokenExpiresAt) <= now();
 
+  /** The stream's recording, if it is recorded; a recorder that fails never takes the stream down. */
+  function startRecording(stream: Stream): StreamRecording | undefined {
+    try {
+      return deps.recordings?.start(stream.grant, stream.streamId);
+    } catch (err) {
+      log.error('could not start recording a stream; it goes on unrecorded', { session_id: stream.grant.sessionId, err: (err as Error).message });
+      return undefined;
+    }
+  }
+
   function joinAgent(ws: Hop, stream: Stream): void {
     clearTimeout(stream.joinTimer);
     clearTimeout(stream.retryTimer);
     stream.agent = ws;
     const { sessionId } = stream.grant;
     const slog = log.child({ session_id: sessionId, stream_id: stream.streamId });
+    stream.recording = startRecording(stream);
     stream.splice = splice(stream.client, ws, {
       highWaterMark: SPLICE_HIGH_WATER,
+      taps: stream.recording && { aToB: stream.recording.fromClient, bToA: stream.recording.fromDevice },
       onBytes(direction, bytes) {
         if (direction === 'aToB') {
           meter.count(sessionId, 'toDevice', bytes);

@@ -6,7 +6,7 @@
  * On `node:http` rather than `fetch`: the first `fetch` of a process loads undici, about 20 ms
  * of every command's start-up (BENCHMARKS.md, command start-up).
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import * as z from 'zod/mini';
 import type { Problem } from '../shared/zod-issues';
@@ -45,6 +45,8 @@ export interface ApiClient {
   server: string;
   /** The `data` of the answer; rejects with a CliError (an ApiFailure for a 4xx). */
   request<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
+  /** A GET whose answer is not JSON (a recording): the response, to read as a stream; errors as `request`. */
+  stream(path: string): Promise<IncomingMessage>;
 }
 
 export interface ApiClientOptions {
@@ -66,17 +68,20 @@ function errorBodyOf(parsed: unknown, status: number): ApiErrorBody {
   return { ...body.data, status };
 }
 
-/** One answer: its status, headers and whole body as text. */
-interface Answer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  text: string;
-}
-
 const header = (headers: IncomingHttpHeaders, name: string): string | null => {
   const value = headers[name];
   return (Array.isArray(value) ? value[0] : value) ?? null;
 };
+
+/** A response's whole body as text; rejects with `fail`'s error if the connection is cut meanwhile. */
+function readAll(res: IncomingMessage, fail: (why: string) => Error): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (chunk: Buffer) => chunks.push(chunk));
+    res.on('error', () => {}); // 'close' says what happened
+    res.on('close', () => (res.complete ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(fail('the connection was cut during the answer'))));
+  });
+}
 
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const notice = options.notice ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -86,11 +91,13 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   // Kept-alive sockets are unreferenced while idle, so they never hold a command open.
   const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
 
-  function fetchOnce(method: string, path: string, body: unknown): Promise<Answer> {
+  const unreachable = (why: string) => new CliError(`cannot reach ${options.server}: ${why}`, 'unreachable');
+
+  /** Sends one request; resolves once the answer's status and headers are in. */
+  function sendOnce(method: string, path: string, body: unknown): Promise<IncomingMessage> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    return new Promise<Answer>((resolve, reject) => {
-      const unreachable = (why: string) => reject(new CliError(`cannot reach ${options.server}: ${why}`, 'unreachable'));
-      if (!base || (base.protocol !== 'http:' && base.protocol !== 'https:')) return unreachable('not an http:// or https:// URL');
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      if (!base || (base.protocol !== 'http:' && base.protocol !== 'https:')) return reject(unreachable('not an http:// or https:// URL'));
       const req = (secure ? httpsRequest : httpRequest)(
         new URL(`${base.pathname.replace(/\/+$/, '')}${path}`, base),
         {
@@ -102,58 +109,72 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           },
         },
         (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('error', () => {}); // 'close' says what happened
-          res.on('close', () => {
-            if (!res.complete) return unreachable('the connection was cut during the answer');
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') });
-          });
+          clearTimeout(timer);
+          resolve(res);
         },
       );
-      // The whole request, connect and answer included, as AbortSignal.timeout did for fetch.
+      // Until the answer starts, connect included, as AbortSignal.timeout did for fetch.
       const timer = options.timeoutMs ? setTimeout(() => req.destroy(Object.assign(new Error('timed out'), { code: 'timed out' })), options.timeoutMs) : undefined;
-      req.on('close', () => clearTimeout(timer));
-      req.on('error', (err: NodeJS.ErrnoException) => unreachable(err.code ?? err.message));
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(unreachable(err.code ?? err.message));
+      });
       req.end(payload);
     });
   }
 
-  async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  /**
+   * Sends a request until it is not rate limited; resolves with a 2xx answer (its body unread),
+   * rejects with the CliError of any other.
+   */
+  async function send(method: string, path: string, body: unknown): Promise<IncomingMessage> {
     for (let attempt = 0; ; attempt++) {
-      const res = await fetchOnce(method, path, body);
-      const text = res.text;
+      const res = await sendOnce(method, path, body);
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300) return res;
+      const text = await readAll(res, unreachable);
       let parsed: unknown;
       try {
         parsed = text ? JSON.parse(text) : undefined;
       } catch {
-        throw new CliError(`unexpected answer from ${options.server} (HTTP ${res.status}); is it a tether server?`, 'bad_answer');
+        throw new CliError(`unexpected answer from ${options.server} (HTTP ${status}); is it a tether server?`, 'bad_answer');
       }
-      if (res.status >= 200 && res.status < 300) return (parsed as { data?: T } | undefined)?.data as T;
       const requestId = header(res.headers, 'x-request-id');
-      const errorBody = errorBodyOf(parsed, res.status);
-      if (res.status === 429 && attempt < maxRetries) {
+      const errorBody = errorBodyOf(parsed, status);
+      if (status === 429 && attempt < maxRetries) {
         const wait = Math.max(1, Number(header(res.headers, 'retry-after')) || 1);
         notice(`rate limited by the server; waiting ${wait} s before trying again`);
         await sleep(wait * 1000);
         continue;
       }
-      if (res.status === 401) {
-        throw new ApiFailure(res.status, errorBody, requestId, `${errorBody.message}. Log in again with \`tether login\`, or check TETHER_TOKEN.`);
+      if (status === 401) {
+        throw new ApiFailure(status, errorBody, requestId, `${errorBody.message}. Log in again with \`tether login\`, or check TETHER_TOKEN.`);
       }
-      if (res.status >= 500) {
+      if (status >= 500) {
         throw new CliError(
-          `the server failed (HTTP ${res.status}, request id ${requestId ?? 'unknown'}). Try again in about 30 s; if it persists, report the request id.`,
+          `the server failed (HTTP ${status}, request id ${requestId ?? 'unknown'}). Try again in about 30 s; if it persists, report the request id.`,
           errorBody.error,
         );
       }
-      if (res.status === 400 && errorBody.details?.length) {
+      if (status === 400 && errorBody.details?.length) {
         const lines = errorBody.details.map((d) => `  ${d.path}: ${d.message}`).join('\n');
-        throw new ApiFailure(res.status, { ...errorBody, message: `invalid request:\n${lines}` }, requestId);
+        throw new ApiFailure(status, { ...errorBody, message: `invalid request:\n${lines}` }, requestId);
       }
-      throw new ApiFailure(res.status, errorBody, requestId);
+      throw new ApiFailure(status, errorBody, requestId);
     }
   }
 
-  return { server: options.server, request };
+  async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await send(method, path, body);
+    const text = await readAll(res, unreachable);
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      throw new CliError(`unexpected answer from ${options.server} (HTTP ${res.statusCode}); is it a tether server?`, 'bad_answer');
+    }
+    return (parsed as { data?: T } | undefined)?.data as T;
+  }
+
+  return { server: options.server, request, stream: (path: string) => send('GET', path, undefined) };
 }

@@ -13,11 +13,20 @@ const commands = {
   device: () => import('./commands/device'),
   diag: () => import('./commands/diag'),
   forward: () => import('./commands/forward'),
+  play: () => import('./commands/play'),
   session: () => import('./commands/session'),
   shell: () => import('./commands/shell'),
 };
 
 const PROTOCOLS = ['diagnostics', 'shell', 'file-transfer', 'port-forward'];
+
+function positive(name: string, max: number) {
+  return (value: string) => {
+    const n = Number(value);
+    if (!/^\d+(\.\d+)?$/.test(value) || !(n > 0) || n > max) throw new InvalidArgumentError(`${name} must be a number above 0, at most ${max}`);
+    return n;
+  };
+}
 
 function integer(name: string, min: number, max: number) {
   return (value: string) => {
@@ -69,11 +78,19 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .addOption(waitOption())
     .action(async (device, o) => (await commands.session()).sessionOpen(ctx(), device, o));
   session
+    .command('play <session-id>')
+    .description("replay a shell session's recording in this terminal (space pauses, q stops), or save it with --cast")
+    .option('--speed <factor>', 'play faster (2) or slower (0.5)', positive('--speed', 100))
+    .option('--idle-limit <seconds>', 'shorten every pause longer than this to this', positive('--idle-limit', 3600))
+    .option('--cast <file>', 'save the recording as an asciicast v2 file instead of playing it')
+    .action(async (id, o) => setExit(await (await commands.play()).sessionPlay(ctx(), id, o)));
+  session
     .command('list')
     .description('list sessions (yours; all of them for administrators)')
     .option('--device <id>', 'only this device')
     .addOption(new Option('--status <status>', 'only open or closed ones').choices(['open', 'closed']))
     .addOption(new Option('--protocol <protocol>', 'only this protocol').choices(PROTOCOLS))
+    .option('--recorded', 'only sessions with a recording (tether session play ID)')
     .option('--json', 'print the sessions as JSON')
     .action(async (o) => (await commands.session()).sessionList(ctx(), o));
   session

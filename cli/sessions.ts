@@ -25,6 +25,8 @@ export interface Session {
   trace_id: string;
   /** A port-forward session's targets. */
   targets?: string[];
+  /** Where its recording stands (shell sessions), or null. */
+  recording?: { bytes: number; sha256: string; duration_s: number; truncated: boolean; stored_bytes: number; input: boolean; in_progress: boolean } | null;
 }
 
 export interface OpenOptions {

@@ -12,6 +12,9 @@ import { LOG_LEVELS } from '../shared/log';
 import { didYouMean, ENV_PREFIX, KNOWN_SETTINGS, unknownSettings } from '../shared/settings-names';
 import { DEFAULT_DATA_DIR } from './server-defaults';
 
+/** On or off: `1`/`0`, `true`/`false` (environment), or a YAML boolean. */
+const flag = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false'], { error: 'must be 1 or 0' }).transform((v) => v === '1' || v === 'true')]);
+
 /** Every setting, by its name in a config file. */
 const fileSchema = z.strictObject({
   listen: z
@@ -33,6 +36,14 @@ const fileSchema = z.strictObject({
   headers_timeout_ms: z.coerce.number().int().min(100).max(600_000).default(15_000),
   /** How long a client may take to send a whole request. */
   request_timeout_ms: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  /** Record shell sessions (asciicast v2 in the data dir). */
+  record_shell: flag.default(true),
+  /** Record keystrokes too (they hold passwords typed at prompts). */
+  record_input: flag.default(false),
+  /** The largest compressed recording of one session; past it the recording is `truncated`. */
+  recording_max_bytes: z.coerce.number().int().min(64 * 1024).max(2 ** 40).default(64 * 1024 * 1024),
+  /** Recordings older than this many days are deleted; 0 keeps them forever. */
+  recording_retention_days: z.coerce.number().int().min(0).max(36_500).default(90),
 });
 
 export type ServerSettings = z.output<typeof fileSchema>;
@@ -120,5 +131,9 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     heartbeat_ms: s.heartbeat_ms,
     headers_timeout_ms: s.headers_timeout_ms,
     request_timeout_ms: s.request_timeout_ms,
+    record_shell: s.record_shell,
+    record_input: s.record_input,
+    recording_max_bytes: s.recording_max_bytes,
+    recording_retention_days: s.recording_retention_days,
   });
 }

@@ -5,6 +5,7 @@
  * resource and closes them in order on `stop()`.
  */
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApi, type Api } from '../api/app';
 import type { RelayPort } from '../api/ports';
@@ -84,6 +85,13 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
     wsBase: () => deps.publicUrl().replace(/^http/, 'ws'),
     now,
     runtime: simulatedRuntime(config.sim_replica_ms), // the only runtime so far (TETHER_DEPLOY_RUNTIME)
+    recordings: {
+      dir: join(config.data_dir, 'recordings'),
+      recordShell: config.record_shell,
+      recordInput: config.record_input,
+      maxStoredBytes: config.recording_max_bytes,
+      retentionDays: config.recording_retention_days,
+    },
   });
   const broker = createBroker({
     log: log.child({ component: 'broker' }),
@@ -99,6 +107,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
     authorizeStream: api.authorizeStream,
     recordBytes: api.recordBytes,
     joinTimeoutMs: deps.joinTimeoutMs,
+    recordings: api.recordings,
   });
   return { api, broker };
 }
@@ -138,6 +147,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     await closeHttp(server);
     await parts?.broker.close();
     parts?.api.shutdown();
+    await parts?.api.drain();
     store?.close();
     unguard();
     throw err;
@@ -178,6 +188,7 @@ function stopOnce(
       await broker.close();
       server.closeAllConnections();
       await closed;
+      await api.drain();
       store.close();
       unguard();
       log.info('server stopped', { sessions_closed: sessionsClosed });

@@ -46,10 +46,10 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
   TETHER_EXIT_NONCE: ['agent'],
   TETHER_TOKEN: ['client'],
   TETHER_NATS_URL: ['reserved'],
-  TETHER_RECORD_SHELL: ['reserved'],
-  TETHER_RECORD_INPUT: ['reserved'],
-  TETHER_RECORDING_MAX_BYTES: ['reserved'],
-  TETHER_RECORDING_RETENTION_DAYS: ['reserved'],
+  TETHER_RECORD_SHELL: ['server'],
+  TETHER_RECORD_INPUT: ['server'],
+  TETHER_RECORDING_MAX_BYTES: ['server'],
+  TETHER_RECORDING_RETENTION_DAYS: ['server'],
 });
 
 /** The variables `owner` reads. */

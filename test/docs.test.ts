@@ -48,6 +48,7 @@ describe('docs/http-api.md', () => {
     wsBase: () => 'ws://127.0.0.1:0',
     now: Date.now,
     runtime: simulatedRuntime(10),
+    recordings: { dir: tempDir(), recordShell: true, recordInput: false, maxStoredBytes: 1 << 20, retentionDays: 90 },
   });
   afterAll(() => {
     api.shutdown();

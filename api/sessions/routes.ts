@@ -15,6 +15,7 @@ import type { Store } from '../store/index';
 import type { SessionRow } from '../store/sessions';
 import type { Principal } from '../store/tokens';
 import { ok, okList } from '../http/envelope';
+import type { RecordingView } from '../recordings/routes';
 
 export const SESSION_OPEN_PER_MINUTE = 30;
 export const AUDIT_LIST_PER_MINUTE = 60;
@@ -56,6 +57,7 @@ const listQuery = z.strictObject({
   protocol: z.enum(SESSION_PROTOCOLS).optional(),
   status: z.enum(['open', 'closed']).optional(),
   since: dateTimeParam.optional(),
+  has_recording: z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true').optional(),
 });
 
 const auditQuery = z.strictObject({
@@ -75,6 +77,8 @@ export interface SessionRoutesDeps {
   wsBase: () => string;
   openLimiter: RateLimiter;
   auditLimiter: RateLimiter;
+  /** The session's recording as its record shows it, or null. */
+  recordingOf(sessionId: string): RecordingView | null;
 }
 
 export function sessionRoutes(deps: SessionRoutesDeps): Router {
@@ -96,6 +100,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
       bytes_from_device: row.bytes_from_device,
       trace_id: row.trace_id,
       ...(row.targets && { targets: row.targets }),
+      recording: deps.recordingOf(session_id),
     };
   }
 

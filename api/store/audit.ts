@@ -2,7 +2,7 @@
 import type { Db } from './db';
 import type { SessionProtocol } from '../../shared/control-channel';
 
-export const AUDIT_EVENTS = ['session.opened', 'session.closed', 'session.expired'] as const;
+export const AUDIT_EVENTS = ['session.opened', 'session.closed', 'session.expired', 'recording.viewed'] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 
 export interface AuditEvent {

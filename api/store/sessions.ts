@@ -40,6 +40,8 @@ export interface SessionQuery {
   since?: string | undefined;
   /** Only sessions opened by this user (visibility for non-administrators). */
   opened_by?: string | undefined;
+  /** Only sessions with (true) or without (false) a recording. */
+  has_recording?: boolean | undefined;
   limit: number;
   offset: number;
 }
@@ -48,7 +50,8 @@ const FILTER = `(@device_id IS NULL OR device_id = @device_id)
   AND (@protocol IS NULL OR protocol = @protocol)
   AND (@status IS NULL OR status = @status)
   AND (@since IS NULL OR opened_at > @since)
-  AND (@opened_by IS NULL OR opened_by = @opened_by)`;
+  AND (@opened_by IS NULL OR opened_by = @opened_by)
+  AND (@has_recording IS NULL OR EXISTS (SELECT 1 FROM recordings r WHERE r.session_id = sessions.session_id) = @has_recording)`;
 
 export function createSessionRepo(db: Db) {
   const insert = db.prepare(
@@ -95,6 +98,7 @@ export function createSessionRepo(db: Db) {
     status: q.status ?? null,
     since: q.since ?? null,
     opened_by: q.opened_by ?? null,
+    has_recording: q.has_recording === undefined ? null : q.has_recording ? 1 : 0,
   });
 
   return {

@@ -3,7 +3,7 @@ import type { SessionProtocol } from '../../shared/control-channel';
 import { ApiFailure } from '../api-client';
 import type { Context } from '../context';
 import { CliError } from '../errors';
-import { formatBytes, printJson, table } from '../output';
+import { formatBytes, formatDuration, printJson, table } from '../output';
 import { openSession, type Session } from '../sessions';
 
 export interface OpenFlags {
@@ -34,6 +34,7 @@ export async function sessionOpen(ctx: Context, device: string, flags: OpenFlags
 
 export interface ListFlags {
   device?: string;
+  recorded?: boolean;
   status?: string;
   protocol?: string;
   json?: boolean;
@@ -46,6 +47,7 @@ export async function sessionList(ctx: Context, flags: ListFlags): Promise<void>
   if (flags.device) q.set('device_id', flags.device);
   if (flags.status) q.set('status', flags.status);
   if (flags.protocol) q.set('protocol', flags.protocol);
+  if (flags.recorded) q.set('has_recording', 'true');
   const sessions = await ctx.api().request<Session[]>('GET', `/v1/remote-access/sessions?${q}`);
   if (flags.json) return printJson(ctx.out, sessions);
   if (sessions.length === 0) {
@@ -63,8 +65,9 @@ export async function sessionList(ctx: Context, flags: ListFlags): Promise<void>
         opened: s.opened_at.replace(/\.\d+Z$/, 'Z'),
         'until': (s.closed_at ?? s.expires_at).replace(/\.\d+Z$/, 'Z'),
         'to / from device': `${formatBytes(s.bytes_to_device)} / ${formatBytes(s.bytes_from_device)}`,
+        recording: s.recording ? `${formatDuration(s.recording.duration_s)}${s.recording.truncated ? ' (truncated)' : ''}` : '-',
       })),
-      ['session', 'device', 'protocol', 'status', 'opened by', 'opened', 'until', 'to / from device'],
+      ['session', 'device', 'protocol', 'status', 'opened by', 'opened', 'until', 'to / from device', 'recording'],
     ),
   );
   if (sessions.length === PAGE) ctx.notice(`showing the newest ${PAGE}; narrow with --device, --status or --protocol`);

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/http';
@@ -104,13 +105,18 @@ describe('secrets', () => {
     expect(logs).toContain(shell.session_id);
     for (const [name, secret] of Object.entries(secrets)) expect(logs.includes(secret), `${name} in the logs`).toBe(false);
 
-    // Only hashes are stored: no secret in any file of the data dir (the bootstrap token file aside).
-    const files = readdirSync(dataDir).filter((f) => f !== 'admin.token');
-    expect(files).toContain('tether.db');
-    for (const file of files) {
-      const bytes = readFileSync(join(dataDir, file));
-      for (const [name, secret] of Object.entries(secrets)) expect(bytes.includes(secret), `${name} in ${file}`).toBe(false);
-      expect((statSync(join(dataDir, file)).mode & 0o777).toString(8), file).toBe('600');
+    // Only hashes are stored: no secret in any file of the data dir (the bootstrap token file aside),
+    // recordings included (read uncompressed); files are 0600, directories 0700.
+    const files = readdirSync(dataDir, { recursive: true, withFileTypes: true })
+      .filter((d) => d.name !== 'admin.token')
+      .map((d) => ({ path: join(d.parentPath, d.name), dir: d.isDirectory() }));
+    expect(files.map((f) => f.path)).toContain(join(dataDir, 'tether.db'));
+    expect(files.some((f) => f.path.endsWith('.cast.gz'))).toBe(true); // the shell session was recorded
+    for (const { path, dir } of files) {
+      expect((statSync(path).mode & 0o777).toString(8), path).toBe(dir ? '700' : '600');
+      if (dir) continue;
+      const bytes = path.endsWith('.gz') ? gunzipSync(readFileSync(path)) : readFileSync(path);
+      for (const [name, secret] of Object.entries(secrets)) expect(bytes.includes(secret), `${name} in ${path}`).toBe(false);
     }
   });
 });

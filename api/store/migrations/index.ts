@@ -6,6 +6,7 @@ import m004 from './004-session-token';
 import m005 from './005-token-bounds';
 import m006 from './006-accounts';
 import m007 from './007-port-forward';
+import m008 from './008-recordings';
 
 export interface Migration {
   version: number;
@@ -21,4 +22,5 @@ export const migrations: readonly Migration[] = [
   { version: 5, name: 'token-bounds', sql: m005 },
   { version: 6, name: 'accounts', sql: m006 },
   { version: 7, name: 'port-forward', sql: m007 },
+  { version: 8, name: 'recordings', sql: m008 },
 ];

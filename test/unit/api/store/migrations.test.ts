@@ -72,7 +72,7 @@ describe('every migration', () => {
       expect(db.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
       expect(tablesOf(db)).toEqual([
         'audit_events', 'deployment_audit', 'devices', 'fleet_groups', 'fleet_vehicles',
-        'revisions', 'secrets', 'services', 'sessions', 'tokens', 'users',
+        'recordings', 'revisions', 'secrets', 'services', 'sessions', 'tokens', 'users',
       ]);
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
       expect(db.pragma('foreign_key_check')).toEqual([]);

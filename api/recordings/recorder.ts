@@ -1,0 +1,213 @@
+/**
+ * @module Session recordings (docs/http-api.md, recordings): the recorder the broker's streams
+ * report to (`shared/recording.ts`), one `SessionRecording` per recorded session, a row per
+ * recording, the repair at start-up of recordings a killed server left unfinished, and the
+ * retention that deletes old ones (the file first, then the row, so a row never names a file
+ * that is gone while the row stays, and a failed delete is tried again).
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
+import { rename, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip, createGzip } from 'node:zlib';
+import { parseCastEvent } from '../../shared/asciicast';
+import type { Logger } from '../../shared/log';
+import type { RecordingPort, StreamRecording } from '../../shared/recording';
+import type { StreamGrant } from '../../shared/session-stream';
+import type { Store } from '../store/index';
+import type { RecordingRow } from '../store/recordings';
+import { SessionRecording, type LiveRecording } from './session-recording';
+
+export interface RecorderSettings {
+  /** Where the files go (`<data dir>/recordings`). */
+  dir: string;
+  recordShell: boolean;
+  recordInput: boolean;
+  /** The largest compressed file of one session. */
+  maxStoredBytes: number;
+  /** Recordings older than this many days are deleted; 0 keeps them forever. */
+  retentionDays: number;
+}
+
+const RETENTION_EVERY_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+const EMPTY_SHA256 = createHash('sha256').digest('hex');
+
+export function createRecorder(store: Store, settings: RecorderSettings, log: Logger, now: () => number) {
+  const active = new Map<string, SessionRecording>();
+  const closing = new Set<Promise<void>>();
+  const closingIds = new Set<string>();
+  let retentionTimer: NodeJS.Timeout | undefined;
+  const fileOf = (row: Pick<RecordingRow, 'file'>) => join(settings.dir, row.file);
+
+  function track(work: Promise<void>): void {
+    closing.add(work);
+    void work.finally(() => closing.delete(work));
+  }
+
+  const port: RecordingPort = {
+    start(grant: StreamGrant): StreamRecording | undefined {
+      if (grant.protocol !== 'shell' || !settings.recordShell) return undefined;
+      let recording = active.get(grant.sessionId);
+      if (!recording) {
+        const session = store.sessions.get(grant.sessionId);
+        // A session recorded before, but no longer in memory, belongs to an earlier run: it was
+        // closed at start-up and admits no stream. Never append to a file whose hash is not known.
+        if (!session || store.recordings.get(grant.sessionId)) return undefined;
+        mkdirSync(settings.dir, { recursive: true, mode: 0o700 });
+        const startedAt = now();
+        const row = {
+          session_id: session.session_id,
+          device_id: session.device_id,
+          username: session.opened_by,
+          started_at: new Date(startedAt).toISOString(),
+          sha256: EMPTY_SHA256,
+          input: settings.recordInput,
+          file: `${session.session_id}.cast.gz`,
+        };
+        store.recordings.insert(row);
+        recording = new SessionRecording({
+          sessionId: session.session_id,
+          deviceId: session.device_id,
+          username: session.opened_by,
+          path: fileOf(row),
+          startedAt,
+          recordInput: settings.recordInput,
+          maxStoredBytes: settings.maxStoredBytes,
+          log,
+          now,
+          onProgress: (progress) => {
+            try {
+              store.recordings.update(session.session_id, progress);
+            } catch (err) {
+              // The database closed under a late write (shutdown): the next start repairs the row.
+              log.warn('could not record where a recording stands', { session_id: session.session_id, err: (err as Error).message });
+            }
+          },
+        });
+        active.set(grant.sessionId, recording);
+        log.info('recording a shell session', { session_id: session.session_id, input: settings.recordInput });
+      } else {
+        store.recordings.reopen(grant.sessionId);
+      }
+      return recording.streamStarted();
+    },
+  };
+
+  /** Repairs one recording a killed server left: its complete lines kept, the rest dropped, the row made true. */
+  async function repair(row: RecordingRow): Promise<void> {
+    const path = fileOf(row);
+    const temp = `${path}.repair`;
+    const hash = createHash('sha256');
+    let bytes = 0;
+    let lastT = 0;
+    let partial = '';
+    // Complete lines only: a batch cut short by the kill is dropped whole.
+    const lines = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        const text = partial + chunk.toString('utf8');
+        const cut = text.lastIndexOf('\n') + 1;
+        partial = text.slice(cut);
+        const whole = text.slice(0, cut);
+        for (const line of whole.split('\n')) {
+          const event = parseCastEvent(line);
+          if (event) lastT = event[0];
+        }
+        const out = Buffer.from(whole, 'utf8');
+        hash.update(out);
+        bytes += out.length;
+        done(null, out);
+      },
+    });
+    const gunzip = createGunzip();
+    // A gzip member cut short ends the input early; what came before it is kept.
+    const lenient = new Transform({ transform: (c, _e, done) => done(null, c) });
+    gunzip.on('error', () => lenient.end());
+    createReadStream(path).on('error', () => lenient.end()).pipe(gunzip).pipe(lenient);
+    await pipeline(lenient, lines, createGzip(), createWriteStream(temp, { mode: 0o600 }));
+    await rename(temp, path);
+    const stored = (await stat(path)).size;
+    store.recordings.update(row.session_id, {
+      ended_at: new Date(now()).toISOString(),
+      duration_s: lastT,
+      bytes,
+      sha256: hash.digest('hex'),
+      stored_bytes: stored,
+      truncated: row.truncated,
+    });
+  }
+
+  /** Deletes the recordings older than the retention: the file, then the row. */
+  async function purge(): Promise<number> {
+    if (settings.retentionDays <= 0) return 0;
+    const cutoff = new Date(now() - settings.retentionDays * DAY_MS).toISOString();
+    let deleted = 0;
+    for (const row of store.recordings.endedBefore(cutoff)) {
+      try {
+        await unlink(fileOf(row));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+          log.warn('could not delete an old recording; trying again later', { session_id: row.session_id, err: (err as Error).message });
+          continue;
+        }
+      }
+      store.recordings.delete(row.session_id);
+      deleted++;
+    }
+    if (deleted > 0) log.info('deleted old recordings', { deleted, retention_days: settings.retentionDays });
+    return deleted;
+  }
+
+  return {
+    port,
+
+    /** Where a session's recording stands while it is in memory (being recorded, or not yet closed). */
+    live: (sessionId: string): LiveRecording | undefined => active.get(sessionId)?.live(),
+
+    /** How many compressed bytes of a recording may be read: all of a finished one, the complete batches of one in progress. */
+    readableBytes: (row: RecordingRow): number => active.get(row.session_id)?.storedBytes ?? row.stored_bytes,
+
+    fileOf,
+
+    /** The session closed: its recording is finished and let go. */
+    sessionClosed(sessionId: string): void {
+      const recording = active.get(sessionId);
+      if (!recording || closingIds.has(sessionId)) return;
+      closingIds.add(sessionId);
+      // In memory until its row is final: the record and the reads go by it meanwhile.
+      track(
+        recording.close().finally(() => {
+          active.delete(sessionId);
+          closingIds.delete(sessionId);
+        }),
+      );
+    },
+
+    /** At start-up: repairs what a killed server left, applies the retention, and arms it. */
+    async start(): Promise<void> {
+      for (const row of store.recordings.unfinished()) {
+        try {
+          await repair(row);
+          log.info('repaired a recording the last run left unfinished', { session_id: row.session_id });
+        } catch (err) {
+          log.error('could not repair a recording', { session_id: row.session_id, err: (err as Error).message });
+        }
+      }
+      await purge();
+      retentionTimer = setInterval(() => void purge().catch((err: Error) => log.error('retention failed', { err: err.message })), RETENTION_EVERY_MS);
+      retentionTimer.unref();
+    },
+
+    purge,
+
+    /** Finishes every recording (their sessions closed at shutdown) before the database closes. */
+    async stop(): Promise<void> {
+      clearInterval(retentionTimer);
+      for (const id of [...active.keys()]) this.sessionClosed(id);
+      await Promise.allSettled([...closing]);
+    },
+  };
+}
+export type Recorder = ReturnType<typeof createRecorder>;

@@ -1,0 +1,96 @@
+/**
+ * @module `GET /v1/remote-access/sessions/{id}/recording` (docs/http-api.md, recordings): the
+ * session's recording as asciicast v2, or with `?format=text` its output as plain text, streamed
+ * from the compressed file (never held whole). Who may see the session may read it (its owner
+ * and administrators; anyone else gets 404), and every read is an audit event `recording.viewed`.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { pipeline, Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import Router from '@koa/router';
+import { z } from 'zod';
+import { notFound } from '../errors';
+import { principalOf } from '../http/auth';
+import { parseQuery } from '../http/validate';
+import type { Sessions } from '../sessions/sessions';
+import type { Store } from '../store/index';
+import type { Recorder } from './recorder';
+import { castToText } from './text-export';
+
+/** A recording as the session record shows it. */
+export interface RecordingView {
+  /** Size and SHA-256 of the asciicast (what `GET …/recording` answers with, once finished). */
+  bytes: number;
+  sha256: string;
+  duration_s: number;
+  truncated: boolean;
+  /** Size of the compressed file on the server. */
+  stored_bytes: number;
+  /** Whether keystrokes were recorded. */
+  input: boolean;
+  /** A stream of the session is being recorded right now. */
+  in_progress: boolean;
+}
+
+/** The `recording` field of a session record: where its recording stands, or null. */
+export function recordingViewer(store: Store, recorder: Recorder) {
+  return function recordingOf(sessionId: string): RecordingView | null {
+    const row = store.recordings.get(sessionId);
+    if (!row) return null;
+    const live = recorder.live(sessionId);
+    return {
+      bytes: live?.bytes ?? row.bytes,
+      sha256: live?.sha256 ?? row.sha256,
+      duration_s: Math.round((live?.duration_s ?? row.duration_s) * 1000) / 1000,
+      truncated: live?.truncated ?? row.truncated,
+      stored_bytes: live?.stored_bytes ?? row.stored_bytes,
+      input: row.input,
+      in_progress: live?.recording ?? false,
+    };
+  };
+}
+
+const recordingQuery = z.strictObject({
+  format: z.enum(['cast', 'text'], { error: 'must be cast or text' }).default('cast'),
+});
+
+export function recordingRoutes(deps: { store: Store; sessions: Sessions; recorder: Recorder; now: () => number }): Router {
+  const { store, sessions, recorder } = deps;
+  const router = new Router();
+
+  router.get('/v1/remote-access/sessions/:sessionId/recording', async function getRecording(ctx) {
+    const { format } = parseQuery(ctx, recordingQuery);
+    const principal = principalOf(ctx);
+    const session = sessions.get(principal, ctx.params.sessionId!); // 404 for anyone who may not see it
+    const row = store.recordings.get(session.session_id);
+    const path = row && recorder.fileOf(row);
+    if (!row || !(await stat(path!).catch(() => undefined))) throw notFound(`session ${session.session_id} has no recording`);
+    store.audit.append({
+      event: 'recording.viewed',
+      session_id: session.session_id,
+      device_id: session.device_id,
+      protocol: session.protocol,
+      actor: principal.username,
+      owner: session.opened_by,
+      reason: format,
+      at: new Date(deps.now()).toISOString(),
+      trace_id: session.trace_id,
+      targets: session.targets,
+    });
+    // Complete batches only: a recording in progress is read up to its last written one.
+    const readable = recorder.readableBytes(row);
+    const stages: Array<Readable | NodeJS.ReadWriteStream> = [];
+    if (readable > 0) stages.push(createReadStream(path!, { end: readable - 1 }), createGunzip());
+    else stages.push(Readable.from([]));
+    if (format === 'text') stages.push(castToText());
+    // One pipeline: a failure anywhere (the file deleted meanwhile, a corrupt batch) ends the response.
+    const body = stages.length === 1 ? (stages[0] as Readable) : (pipeline(stages as [Readable, ...NodeJS.ReadWriteStream[]], () => {}) as unknown as Readable);
+    const name = `${session.session_id}.${format === 'text' ? 'txt' : 'cast'}`;
+    ctx.set('Content-Disposition', `attachment; filename="${name}"`);
+    ctx.type = format === 'text' ? 'text/plain; charset=utf-8' : 'application/x-asciicast';
+    ctx.body = body;
+  });
+
+  return router;
+}

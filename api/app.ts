@@ -29,6 +29,10 @@ import { createFleet } from './fleet/fleet';
 import { fleetRoutes } from './fleet/routes';
 import type { Store } from './store/index';
 import { createRecorder, type RecorderSettings } from './recordings/recorder';
+import { createEventHub } from './events/hub';
+import { eventRoutes } from './events/routes';
+import { consoleRoutes } from './console/routes';
+import type { SessionRow } from './store/sessions';
 import { recordingRoutes, recordingViewer } from './recordings/routes';
 
 export interface ApiDeps {
@@ -44,6 +48,8 @@ export interface ApiDeps {
   runtime: RuntimeFactory;
   /** Where and how shell sessions are recorded. */
   recordings: RecorderSettings;
+  /** The built web console, served at `/`; none: `/` says how to build it. */
+  consoleDir?: string | undefined;
 }
 
 export function createApi(deps: ApiDeps) {
@@ -59,16 +65,36 @@ export function createApi(deps: ApiDeps) {
         tokens.revoked(tokenId);
         sessions.closeAllOfToken(tokenId, reason);
         relay.tokenRevoked(tokenId);
+        eventsHttp.tokenRevoked(tokenId);
       }
     },
   });
   const recorder = createRecorder(store, deps.recordings, log.child({ component: 'recordings' }), now);
-  // A session's recording is finished when the session closes (its streams end first).
+  const events = createEventHub();
+  const sessionEvent = (event: 'session.opened' | 'session.closed', s: SessionRow) =>
+    events.publish({
+      event,
+      data: {
+        session_id: s.session_id,
+        device_id: s.device_id,
+        protocol: s.protocol,
+        opened_by: s.opened_by,
+        at: event === 'session.opened' ? s.opened_at : (s.closed_at ?? new Date(now()).toISOString()),
+        ...(event === 'session.closed' && { close_reason: s.close_reason }),
+      },
+    });
+  // A session's recording is finished when the session closes (its streams end first); both
+  // changes go out as events.
   const sessionRelay: RelayPort = {
     ...relay,
+    sessionOpened(session) {
+      relay.sessionOpened(session);
+      sessionEvent('session.opened', session);
+    },
     sessionClosed(session) {
       relay.sessionClosed(session);
       recorder.sessionClosed(session.session_id);
+      sessionEvent('session.closed', session);
     },
   };
   const sessions = createSessions({ store, relay: sessionRelay, log: log.child({ component: 'sessions' }), now });
@@ -90,7 +116,8 @@ export function createApi(deps: ApiDeps) {
   app.use(errorHandler(log.child({ component: 'http' }), requests, errors));
 
   const loginFailures = createSlidingWindowLimiter(LOGIN_FAILURES_PER_MINUTE, minute, now);
-  const publicRoutes = [healthRoutes(store, metrics), publicIdentityRoutes(identity, loginFailures)];
+  const eventsHttp = eventRoutes({ hub: events, tokens, now });
+  const publicRoutes = [healthRoutes(store, metrics), publicIdentityRoutes(identity, loginFailures), eventsHttp.open, consoleRoutes(deps.consoleDir)];
   for (const r of publicRoutes) app.use(r.routes());
 
   app.use(authenticate(tokens, now));
@@ -113,6 +140,7 @@ export function createApi(deps: ApiDeps) {
       recordingOf: recordingViewer(store, recorder),
     }),
     recordingRoutes({ store, sessions, recorder, now }),
+    eventsHttp.authed,
     serviceRoutes(deployments, store),
     fleetRoutes(createFleet(store, now)),
   ];
@@ -137,6 +165,20 @@ export function createApi(deps: ApiDeps) {
     sessions,
     /** Decides who may connect to a session's stream (the broker asks). */
     authorizeStream: createStreamAccess(store, tokens, deps.ticketer, now),
+    /** Where the broker reports agents coming and going: recorded, and published as events. */
+    presence: {
+      online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null) {
+        const iso = new Date(at).toISOString();
+        store.devices.markOnline(deviceId, agentVersion, iso, forwardAllow);
+        events.publish({ event: 'agent.online', data: { device_id: deviceId, at: iso } });
+      },
+      offline(deviceId: string, at: number) {
+        const iso = new Date(at).toISOString();
+        store.devices.markOffline(deviceId, iso);
+        events.publish({ event: 'agent.offline', data: { device_id: deviceId, at: iso } });
+      },
+      seen: (lastSeen: Map<string, number>) => store.devices.markSeen(new Map([...lastSeen].map(([id, at]) => [id, new Date(at).toISOString()]))),
+    },
     /** Records shell sessions' streams (the broker reports them). */
     recordings: recorder.port,
     /** Adds tunnel byte counts to session records (the broker reports them). */

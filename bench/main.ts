@@ -1,7 +1,7 @@
 /**
  * @module `npm run bench`: starts a real `tether server` and real agents on 127.0.0.1, measures
  * transfers (beside bare WebSocket processes and OpenSSH, direct and through a jump host), server
- * CPU per GiB, keystroke echo, time to shell, port forwarding (beside `ssh -L` and `ssh -J -L`), what recording costs, agent capacity, memory at idle and under transfer, API
+ * CPU per GiB, keystroke echo, time to shell, port forwarding (beside `ssh -L` and `ssh -J -L`), what recording costs, how fast the web console paints, agent capacity, memory at idle and under transfer, API
  * throughput and the command's start-up, prints one table with each figure beside its target, and writes
  * bench/results.json. `--quick` runs a tiny version (a few MiB, a few samples) for the tests.
  */
@@ -10,6 +10,7 @@ import { cpus, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { apiBench } from './api';
 import { capacityBench } from './capacity';
+import { consoleBench } from './console';
 import { forwardBench } from './forward';
 import { recordingBench } from './recording';
 import { echoBench, timeToShellBench } from './latency';
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
     if (wanted('transfer')) results.push(...(await transferBench(server, plan.bytes, plan.repeats, plan.settleSeconds)));
     if (wanted('echo')) results.push(...(await echoBench(server, plan.echoSamples)));
     if (wanted('shell')) results.push(...(await timeToShellBench(server, plan.shells)));
+    if (wanted('console')) results.push(...(await consoleBench(server, quick)));
     if (wanted('recording')) results.push(...(await recordingBench(server, plan.echoSamples, plan.shellOutput)));
     if (wanted('forward')) results.push(...(await forwardBench(server, plan.bytes, plan.repeats, plan.pingSamples, quick)));
     if (wanted('api')) {

@@ -40,6 +40,8 @@ export interface BrokerDeps {
   joinTimeoutMs?: number;
   /** Records streams as they pass (shell sessions); none: nothing is recorded. */
   recordings?: RecordingPort | undefined;
+  /** Browser origins besides the server's own that may open session streams. */
+  allowedOrigins?: readonly string[] | undefined;
 }
 
 export interface SessionNotice {
@@ -74,6 +76,7 @@ export function createBroker(deps: BrokerDeps) {
     joinTimeoutMs: deps.joinTimeoutMs,
     now: deps.now,
     recordings: deps.recordings,
+    allowedOrigins: deps.allowedOrigins,
   });
   deps.metrics.gauge('tether_agents_online', 'Agents connected to the broker.', () => agents.registry.size);
   deps.metrics.gauge('tether_streams_open', 'Session streams with a client connected.', () => streams.size);

@@ -39,6 +39,18 @@ export interface StreamDeps {
   now?: () => number;
   /** Records streams (shell sessions) as they pass; none: nothing is recorded. */
   recordings?: RecordingPort | undefined;
+  /** Browser origins besides the server's own that may open session streams. */
+  allowedOrigins?: readonly string[] | undefined;
+}
+
+/** A browser's `Origin` may open a stream: the page came from this very server, or from a named origin. */
+function originAllowed(origin: string, host: string | undefined, allowed: readonly string[]): boolean {
+  if (allowed.includes(origin)) return true;
+  try {
+    return host !== undefined && new URL(origin).host === host;
+  } catch {
+    return false;
+  }
 }
 
 interface Stream {
@@ -193,6 +205,15 @@ export function createStreams(deps: StreamDeps) {
   return {
     /** A client's upgrade to `/v1/remote-access/sessions/{id}/stream`. */
     handleClientUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, sessionId: string): void {
+      // A page of another site must not drive a session with a ticket it got hold of (CSWSH):
+      // browsers say where a page comes from, and only the console's own origin, or one the
+      // operator named, may open a stream. Clients that are not browsers send no Origin.
+      const origin = req.headers.origin;
+      if (origin !== undefined && !originAllowed(origin, req.headers.host, deps.allowedOrigins ?? [])) {
+        log.warn('refused a session stream from another origin', { session_id: sessionId, origin: origin.slice(0, 200) });
+        rejectUpgrade(socket, 403, 'forbidden', 'this origin may not open session streams (TETHER_CONSOLE_ORIGINS)');
+        return;
+      }
       const url = new URL(req.url ?? '/', 'http://x');
       const ticket = url.searchParams.get('ticket') ?? undefined;
       const bearer = bearerOf(req);

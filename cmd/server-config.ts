@@ -44,6 +44,17 @@ const fileSchema = z.strictObject({
   recording_max_bytes: z.coerce.number().int().min(64 * 1024).max(2 ** 40).default(64 * 1024 * 1024),
   /** Recordings older than this many days are deleted; 0 keeps them forever. */
   recording_retention_days: z.coerce.number().int().min(0).max(36_500).default(90),
+  /** Browser origins besides the server's own whose pages may open session streams. */
+  console_origins: z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      const origins = text.split(',').map((o) => o.trim()).filter(Boolean);
+      for (const o of origins) {
+        if (!URL.canParse(o) || new URL(o).origin !== o) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(o)} is not an origin (scheme://host[:port], nothing after)` });
+      }
+      return origins;
+    }),
 });
 
 export type ServerSettings = z.output<typeof fileSchema>;
@@ -135,5 +146,6 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     record_input: s.record_input,
     recording_max_bytes: s.recording_max_bytes,
     recording_retention_days: s.recording_retention_days,
+    console_origins: s.console_origins,
   });
 }

@@ -5,6 +5,7 @@
  * resource and closes them in order on `stop()`.
  */
 import { createServer, type Server } from 'node:http';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApi, type Api } from '../api/app';
@@ -44,7 +45,6 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
 const hostForUrl = (host: string) => (host.includes(':') ? `[${host}]` : host);
 
 /** Slow clients (slowloris) are cut off: headers and whole requests have deadlines. */
@@ -56,6 +56,11 @@ function createHttpServer(config: Readonly<ServerConfig>): Server {
     // checked every second (Node's default check is every 30 s)
     connectionsCheckingInterval: Math.min(1_000, config.headers_timeout_ms),
   });
+}
+
+/** The built web console: beside the bundle (`dist/console`), or under dist/ when run from the sources (tests). */
+function consoleDir(): string | undefined {
+  return [join(__dirname, 'console'), join(__dirname, '..', 'dist', 'console')].find((dir) => existsSync(join(dir, 'index.html')));
 }
 
 interface WireDeps {
@@ -85,6 +90,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
     wsBase: () => deps.publicUrl().replace(/^http/, 'ws'),
     now,
     runtime: simulatedRuntime(config.sim_replica_ms), // the only runtime so far (TETHER_DEPLOY_RUNTIME)
+    consoleDir: consoleDir(),
     recordings: {
       dir: join(config.data_dir, 'recordings'),
       recordShell: config.record_shell,
@@ -99,15 +105,12 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
     now,
     heartbeatMs: config.heartbeat_ms,
     authenticateAgent: (deviceId, token) => api.identity.deviceOfAgentToken(token) === deviceId,
-    presence: {
-      online: (id, version, at, forwardAllow) => store.devices.markOnline(id, version, iso(at), forwardAllow),
-      offline: (id, at) => store.devices.markOffline(id, iso(at)),
-      seen: (lastSeen) => store.devices.markSeen(new Map([...lastSeen].map(([id, at]) => [id, iso(at)]))),
-    },
+    presence: api.presence,
     authorizeStream: api.authorizeStream,
     recordBytes: api.recordBytes,
     joinTimeoutMs: deps.joinTimeoutMs,
     recordings: api.recordings,
+    allowedOrigins: config.console_origins,
   });
   return { api, broker };
 }

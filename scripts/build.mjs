@@ -3,7 +3,9 @@
 // beside it); the agent bundle inlines everything but native modules (README, installing the
 // agent on a device).
 import { build } from 'esbuild';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { gzipSync } from 'node:zlib';
 
 const { version } = JSON.parse(await readFile('package.json', 'utf8'));
 
@@ -58,5 +60,31 @@ await Promise.all([
     banner: { js: '#!/usr/bin/env node' },
   }),
 ]);
+// The web console: one script and one stylesheet under content-hashed names (cached for good),
+// each beside its gzipped copy, and the page that names them (docs/console.md).
+await rm('dist/console', { recursive: true, force: true });
+const web = await build({
+  entryPoints: { app: 'console/src/main.ts' },
+  bundle: true,
+  platform: 'browser',
+  format: 'iife',
+  target: ['chrome109', 'firefox115', 'safari16'],
+  minify: true,
+  legalComments: 'none',
+  outdir: 'dist/console/assets',
+  entryNames: '[name]-[hash]',
+  metafile: true,
+  logLevel: 'warning',
+});
+const assets = Object.keys(web.metafile.outputs);
+const named = (ext) => basename(assets.find((path) => path.endsWith(ext)));
+const page = (await readFile('console/index.html', 'utf8')).replace('{{js}}', named('.js')).replace('{{css}}', named('.css'));
+await writeFile('dist/console/index.html', page);
+for (const name of await readdir('dist/console/assets')) {
+  const path = `dist/console/assets/${name}`;
+  await writeFile(`${path}.gz`, gzipSync(await readFile(path), { level: 9 }));
+}
+await writeFile('dist/console/index.html.gz', gzipSync(page, { level: 9 }));
+
 // Both bundles are commands: `npx tether`, `./tether-agent.js`.
 await Promise.all([chmod('dist/tether.cjs', 0o755), chmod('dist/tether-agent.js', 0o755)]);

@@ -68,6 +68,13 @@ export const shellResize = z.object({
 });
 export type ShellResize = z.infer<typeof shellResize>;
 
+/**
+ * Client → device: stop or go on sending the terminal's output (a browser cannot stop reading
+ * its WebSocket; the web console asks the device instead, when its terminal falls behind).
+ */
+export const shellFlow = z.object({ type: z.enum(['pause', 'resume']) });
+export type ShellFlow = z.infer<typeof shellFlow>;
+
 export interface ShellExit {
   type: 'exit';
   code: number;

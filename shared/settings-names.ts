@@ -29,6 +29,7 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
   TETHER_HEARTBEAT_MS: ['server'],
   TETHER_HEADERS_TIMEOUT_MS: ['server'],
   TETHER_REQUEST_TIMEOUT_MS: ['server'],
+  TETHER_CONSOLE_ORIGINS: ['server'],
   TETHER_SERVER: ['agent', 'client'],
   TETHER_DEVICE_ID: ['agent'],
   TETHER_DEVICE_TOKEN: ['agent'],

@@ -6,7 +6,7 @@
  * marks its exit in the output stream (see `exit-marker.ts`), so no trailing output is lost.
  */
 import { parseMessage } from '../../shared/control-channel';
-import { shellResize, type ShellExit } from '../../shared/session-stream';
+import { shellFlow, shellResize, type ShellExit } from '../../shared/session-stream';
 import { ExitMarkerScanner } from './exit-marker';
 import { signalSession } from './process-session';
 import { createPtyInput } from './pty-input';
@@ -22,6 +22,8 @@ export const startShell: HandlerFactory = (stream, ctx): Handler => {
   const scanner = new ExitMarkerScanner(nonce);
   ctx.log.info('shell started', { shell, pid, pre_started: preStarted });
   let paused = false;
+  /** The client asked for no more output for now (`{"type":"pause"}`). */
+  let clientPaused = false;
   let finished = false;
   let resolveExit!: () => void;
   const ptyGone = new Promise<void>((resolve) => (resolveExit = resolve));
@@ -54,7 +56,7 @@ export const startShell: HandlerFactory = (stream, ctx): Handler => {
   stream.on('drain', () => {
     if (paused) {
       paused = false;
-      term.resume();
+      if (!clientPaused) term.resume();
     }
   });
 
@@ -84,8 +86,14 @@ export const startShell: HandlerFactory = (stream, ctx): Handler => {
     if (!finished) input.write(data);
   });
   stream.on('text', (text) => {
+    if (finished) return;
     const resize = parseMessage(shellResize, text);
-    if (resize && !finished) term.resize(resize.cols, resize.rows);
+    if (resize) return term.resize(resize.cols, resize.rows);
+    const flow = parseMessage(shellFlow, text);
+    if (!flow) return;
+    clientPaused = flow.type === 'pause';
+    if (clientPaused) term.pause();
+    else if (!paused) term.resume();
   });
 
   let stopping: Promise<void> | undefined;

@@ -1,0 +1,41 @@
+/**
+ * @module Live changes for the console and API users (docs/http-api.md, events): agents coming and
+ * going, sessions opening and closing. Published as they happen and handed to each subscriber
+ * that may see them: presence to anyone who may read devices, a session's events to its owner
+ * and administrators. Nothing is stored: a subscriber sees what happens while it listens.
+ */
+import { hasScope } from '../access';
+import { hasRole } from '../roles';
+import type { Principal } from '../store/tokens';
+
+export type TetherEvent =
+  | { event: 'agent.online' | 'agent.offline'; data: { device_id: string; at: string } }
+  | {
+      event: 'session.opened' | 'session.closed';
+      data: { session_id: string; device_id: string; protocol: string; opened_by: string; at: string; close_reason?: string | null };
+    };
+
+/** Whether `principal` may see `e`. */
+export function maySee(principal: Principal, e: TetherEvent): boolean {
+  if (e.event === 'agent.online' || e.event === 'agent.offline') return hasRole(principal.role, 'developer') && hasScope(principal, 'devices:read');
+  if (!hasRole(principal.role, 'developer') || !hasScope(principal, 'sessions:read')) return false;
+  return hasRole(principal.role, 'administrator') || ('opened_by' in e.data && e.data.opened_by === principal.username);
+}
+
+export function createEventHub() {
+  const subscribers = new Set<(e: TetherEvent) => void>();
+  return {
+    publish(e: TetherEvent): void {
+      for (const listener of subscribers) listener(e);
+    },
+    /** Calls `listener` with each event from now on; returns the way to stop. */
+    subscribe(listener: (e: TetherEvent) => void): () => void {
+      subscribers.add(listener);
+      return () => void subscribers.delete(listener);
+    },
+    get size(): number {
+      return subscribers.size;
+    },
+  };
+}
+export type EventHub = ReturnType<typeof createEventHub>;

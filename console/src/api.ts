@@ -1,0 +1,99 @@
+/**
+ * @module The console's calls to the tether API, with the signed-in token in the Authorization
+ * header (never in a URL). Errors keep the API's code and message.
+ */
+import { token } from './auth';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Called when the token stops working (401): the console signs out. */
+let onUnauthorized: () => void = () => {};
+export const whenUnauthorized = (f: () => void) => void (onUnauthorized = f);
+
+async function send(method: string, path: string, body?: unknown, auth = true): Promise<Response> {
+  const headers: Record<string, string> = {};
+  const t = token();
+  if (auth && t) headers.authorization = `Bearer ${t}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch {
+    throw new ApiError(0, 'unreachable', 'the server cannot be reached');
+  }
+  if (res.ok) return res;
+  let code = 'unknown';
+  let message = `HTTP ${res.status}`;
+  try {
+    const err = (await res.json()) as { error?: string; message?: string };
+    code = err.error ?? code;
+    message = err.message ?? message;
+  } catch {
+    // not the API's error body
+  }
+  if (res.status === 401 && auth) onUnauthorized();
+  throw new ApiError(res.status, code, message);
+}
+
+/** The `data` of a JSON answer. */
+export async function api<T = unknown>(method: string, path: string, body?: unknown, auth = true): Promise<T> {
+  const res = await send(method, path, body, auth);
+  return ((await res.json()) as { data: T }).data;
+}
+
+/** The `data` and `meta` of a list. */
+export async function apiList<T>(path: string): Promise<{ data: T[]; meta: { page: number; per_page: number; total: number } }> {
+  const res = await send('GET', path);
+  return (await res.json()) as { data: T[]; meta: { page: number; per_page: number; total: number } };
+}
+
+/** A text answer (a recording). */
+export async function apiText(path: string): Promise<string> {
+  return (await send('GET', path)).text();
+}
+
+/** A streamed answer (server-sent events). */
+export const apiStream = (path: string, signal: AbortSignal): Promise<Response> =>
+  fetch(path, { headers: { authorization: `Bearer ${token()}`, accept: 'text/event-stream' }, signal });
+
+export interface Device {
+  device_id: string;
+  agent_status: 'online' | 'offline';
+  last_seen_at: string | null;
+  labels: Record<string, string>;
+  agent_version: string | null;
+  created_at: string;
+  forward_allow: string[] | null;
+}
+
+export interface Session {
+  session_id: string;
+  device_id: string;
+  protocol: string;
+  status: 'open' | 'closed';
+  opened_by: string;
+  opened_at: string;
+  expires_at: string;
+  closed_at: string | null;
+  close_reason: string | null;
+  websocket_url?: string;
+  bytes_to_device: number;
+  bytes_from_device: number;
+  targets?: string[];
+  recording: { bytes: number; duration_s: number; truncated: boolean; in_progress: boolean; sha256: string } | null;
+}
+
+export interface Me {
+  username: string;
+  role: string | null;
+  token_id: string;
+  expires_at: string | null;
+}

@@ -1,0 +1,73 @@
+/** @module The remote-access audit log, filterable by event, device and actor, a page at a time. */
+import { apiList } from '../api';
+import { errorBox, h, replace, table } from '../dom';
+
+interface AuditEvent {
+  id: number;
+  event: string;
+  session_id: string;
+  device_id: string;
+  protocol: string;
+  actor: string;
+  reason: string | null;
+  at: string;
+}
+
+export async function auditPage(root: HTMLElement): Promise<void> {
+  const event = h(
+    'select',
+    { id: 'audit-event', 'aria-label': 'Event' },
+    h('option', { value: '' }, 'Any event'),
+    ...['session.opened', 'session.closed', 'session.expired', 'recording.viewed'].map((e) => h('option', { value: e }, e)),
+  );
+  const device = h('input', { id: 'audit-device', placeholder: 'Device', 'aria-label': 'Device' });
+  const actor = h('input', { id: 'audit-actor', placeholder: 'Actor', 'aria-label': 'Actor' });
+  const list = h('div', { id: 'audit-list' });
+  const pager = h('div', { class: 'actions' });
+  let page = 1;
+
+  async function render(): Promise<void> {
+    const q = new URLSearchParams({ per_page: '50', page: String(page) });
+    if (event.value) q.set('event', event.value);
+    if (device.value.trim()) q.set('device_id', device.value.trim());
+    if (actor.value.trim()) q.set('actor', actor.value.trim());
+    try {
+      const { data, meta } = await apiList<AuditEvent>(`/v1/audit/remote-access?${q}`);
+      replace(
+        list,
+        table(
+          data,
+          {
+            When: (e) => new Date(e.at).toLocaleString(),
+            Event: (e) => e.event,
+            Session: (e) => h('code', {}, e.session_id),
+            Device: (e) => e.device_id,
+            Protocol: (e) => e.protocol,
+            Actor: (e) => e.actor,
+            Reason: (e) => e.reason ?? '',
+          },
+          'No events match.',
+        ),
+      );
+      const pages = Math.max(1, Math.ceil(meta.total / meta.per_page));
+      replace(
+        pager,
+        h('button', { type: 'button', disabled: page <= 1, onclick: () => ((page -= 1), void render()) }, 'Newer'),
+        h('span', { class: 'muted' }, `page ${page} of ${pages}`),
+        h('button', { type: 'button', disabled: page >= pages, onclick: () => ((page += 1), void render()) }, 'Older'),
+      );
+    } catch (err) {
+      replace(list, errorBox((err as Error).message));
+    }
+  }
+  const form = h(
+    'form',
+    { class: 'filters', onsubmit: (e: Event) => (e.preventDefault(), (page = 1), void render()) },
+    event,
+    device,
+    actor,
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  replace(root, h('h1', {}, 'Audit'), form, list, pager);
+  await render();
+}

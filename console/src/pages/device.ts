@@ -1,0 +1,122 @@
+/**
+ * @module One device: its diagnostics summary (system, load, memory, disks, interfaces, top
+ * processes, a log's tail) through a diagnostics session that closes when you leave, and the
+ * ways in: a shell, its files, and the command line of a port forward.
+ */
+import { api, type Device } from '../api';
+import { errorBox, formatBytes, h, replace, table, timeAgo } from '../dom';
+import { onLive } from '../events';
+import type { Cleanup } from '../main';
+import { openSession, SessionStream } from '../session-stream';
+
+interface SystemInfo {
+  hostname: string;
+  os: string;
+  kernel: string;
+  arch: string;
+  uptime_s: number;
+  cpus: { count: number; model: string };
+  agent_version: string;
+}
+
+export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cleanup> {
+  const device = await api<Device>('GET', `/v1/devices/${encodeURIComponent(id!)}`);
+  const status = h('span', { class: `status ${device.agent_status}`, id: 'device-status-badge' }, device.agent_status);
+  const seen = h('span', { class: 'muted' }, `last seen ${timeAgo(device.last_seen_at)}`);
+  const summary = h('section', { id: 'diagnostics', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Reading diagnostics…'));
+  const forwardLine = `tether forward ${device.device_id} 8080:127.0.0.1:80`;
+  const forwardBox = h('code', { id: 'forward-command' }, forwardLine);
+  const actions = h(
+    'div',
+    { class: 'actions' },
+    h('a', { class: 'button', href: `#/terminal/${encodeURIComponent(device.device_id)}`, id: 'open-shell' }, 'Open a shell'),
+    h('a', { class: 'button', href: `#/files/${encodeURIComponent(device.device_id)}`, id: 'open-files' }, 'Files'),
+    h(
+      'button',
+      {
+        type: 'button',
+        id: 'show-forward',
+        onclick: () => {
+          forward.hidden = !forward.hidden;
+        },
+      },
+      'Port forward…',
+    ),
+  );
+  const forward = h(
+    'div',
+    { class: 'card', hidden: true },
+    h('p', {}, 'Run on your computer, then connect to 127.0.0.1:8080 (change the ports and the target as you need; the device allows ', (device.forward_allow ?? ['nothing']).join(', '), '):'),
+    h('div', { class: 'actions' }, forwardBox, h('button', { type: 'button', onclick: () => void navigator.clipboard?.writeText(forwardLine) }, 'Copy')),
+  );
+  replace(root, h('h1', {}, device.device_id, ' ', status), h('p', {}, seen, device.agent_version ? ` · agent ${device.agent_version}` : ''), actions, forward, summary);
+
+  const stop = onLive((e) => {
+    if (e.data.device_id !== device.device_id || !e.event.startsWith('agent.')) return;
+    const state = e.event === 'agent.online' ? 'online' : 'offline';
+    status.className = `status ${state}`;
+    replace(status, state);
+    replace(seen, `last seen ${timeAgo(e.data.at as string)}`);
+  });
+  let stream: SessionStream | undefined;
+  let sessionId: string | undefined;
+  const done = () => {
+    stop();
+    stream?.close();
+    if (sessionId) void api('DELETE', `/v1/remote-access/sessions/${sessionId}`).catch(() => {});
+  };
+  if (device.agent_status !== 'online') {
+    replace(summary, h('p', { class: 'muted' }, 'The agent is offline: no diagnostics.'));
+    return done;
+  }
+  void (async () => {
+    try {
+      const session = await openSession(device.device_id, 'diagnostics');
+      sessionId = session.session_id;
+      stream = new SessionStream(session.websocket_url!);
+      await stream.opened;
+      const [info, metrics, disks, nets, procs] = await Promise.all([
+        stream.call<SystemInfo>('system.info'),
+        stream.call<{ loadavg: number[]; cpu_percent: number; mem_total_bytes: number; mem_used_bytes: number; mem_free_bytes: number }>('system.metrics'),
+        stream.call<{ mounts: Array<{ mount: string; total_bytes: number; used_bytes: number; free_bytes: number }> }>('disk.usage'),
+        stream.call<{ interfaces: Array<{ name: string; addresses: Array<{ cidr: string | null; address: string }>; mac: string | null; rx_bytes: number | null; tx_bytes: number | null }> }>('network.interfaces'),
+        stream.call<{ processes: Array<{ pid: number; user: string; cpu: number; rss: number; command: string }> }>('process.list', { limit: 10 }),
+      ]);
+      const logPath = h('input', { id: 'log-path', value: '/var/log/syslog', 'aria-label': 'Log file' });
+      const logOut = h('pre', { id: 'log-tail', class: 'log' });
+      const readLog = async () => {
+        try {
+          const tail = await stream!.call<{ lines: string[] }>('log.tail', { path: logPath.value, lines: 50 });
+          replace(logOut, tail.lines.join('\n') || '(empty)');
+        } catch (err) {
+          replace(logOut, (err as Error).message);
+        }
+      };
+      replace(
+        summary,
+        h('h2', {}, 'System'),
+        h('dl', { class: 'facts' },
+          h('dt', {}, 'Host'), h('dd', {}, info.hostname),
+          h('dt', {}, 'OS'), h('dd', {}, `${info.os} ${info.kernel} (${info.arch})`),
+          h('dt', {}, 'CPUs'), h('dd', {}, `${info.cpus.count} × ${info.cpus.model}`),
+          h('dt', {}, 'Up'), h('dd', {}, `${Math.floor(info.uptime_s / 3600)} h`),
+          h('dt', {}, 'Load'), h('dd', {}, `${metrics.loadavg.map((l) => l.toFixed(2)).join(' ')} · CPU ${metrics.cpu_percent}%`),
+          h('dt', {}, 'Memory'), h('dd', {}, `${formatBytes(metrics.mem_used_bytes)} used of ${formatBytes(metrics.mem_total_bytes)}`),
+        ),
+        h('h2', {}, 'Disks'),
+        table(disks.mounts, { Mount: (d) => d.mount, Size: (d) => formatBytes(d.total_bytes), Used: (d) => formatBytes(d.used_bytes), Free: (d) => formatBytes(d.free_bytes) }, 'No disks.'),
+        h('h2', {}, 'Interfaces'),
+        table(nets.interfaces, { Name: (n) => n.name, Addresses: (n) => n.addresses.map((a) => a.cidr ?? a.address).join(', '), MAC: (n) => n.mac ?? '', 'RX / TX': (n) => `${formatBytes(n.rx_bytes ?? 0)} / ${formatBytes(n.tx_bytes ?? 0)}` }, 'No interfaces.'),
+        h('h2', {}, 'Top processes'),
+        table(procs.processes, { PID: (p) => p.pid, User: (p) => p.user, 'CPU %': (p) => p.cpu, RSS: (p) => formatBytes(p.rss), Command: (p) => h('span', { class: 'cmd', title: p.command }, p.command) }, 'No processes.'),
+        h('h2', {}, 'Log'),
+        h('form', { class: 'filters', onsubmit: (e: Event) => (e.preventDefault(), void readLog()) }, logPath, h('button', { type: 'submit' }, 'Tail')),
+        logOut,
+      );
+      void readLog();
+    } catch (err) {
+      replace(summary, errorBox(`Diagnostics: ${(err as Error).message}`));
+    }
+  })();
+  return done;
+}

@@ -1,0 +1,243 @@
+/**
+ * The web console (issue 17) in a real browser: the system's Chromium, headless, driven by
+ * playwright-core, against a real server and a real agent. Signing in (and a wrong password),
+ * presence going offline live, a shell (output read from the terminal's buffer, resize, `yes`
+ * then Ctrl-C), a file uploaded and downloaded back byte for byte, and a page of another origin
+ * refused at the stream. A screenshot of each page goes to test-artifacts/console/.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Proc } from '../helpers/processes';
+import { startStack, tempDir, type Stack } from '../helpers/stack';
+import { systemProgram } from '../helpers/system-program';
+import { waitFor } from '../helpers/wait';
+
+const ARTIFACTS = resolve(__dirname, '../../test-artifacts/console');
+const PASSWORD = 'a console passphrase';
+
+let stack: Stack;
+let browser: Browser;
+let agent: Proc;
+let filesRoot: string;
+
+beforeAll(async () => {
+  const executablePath = systemProgram(['/usr/bin/chromium', '/usr/bin/chromium-browser'], 'chromium', 'The web console tests');
+  mkdirSync(ARTIFACTS, { recursive: true });
+  stack = await startStack();
+  await stack.admin.post('/v1/users', { username: 'ops-ann', role: 'administrator', password: PASSWORD });
+  filesRoot = tempDir('tether-console-files-');
+  ({ agent } = await stack.onlineDevice('console-dev', { TETHER_FILES_ROOT: filesRoot }));
+  browser = await chromium.launch({
+    executablePath,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+}, 600_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+/** A fresh page (a cold cache, nothing stored), signed in with the password. */
+async function signedIn(viewport = { width: 1280, height: 800 }): Promise<Page> {
+  const page = await browser.newPage({ viewport, acceptDownloads: true });
+  page.on('pageerror', (err) => {
+    throw err;
+  });
+  await page.goto(`${stack.url}/`);
+  await page.fill('#username', 'ops-ann');
+  await page.fill('#password', PASSWORD);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('#device-list table');
+  return page;
+}
+
+/** What the terminal shows, line by line (its buffer, as xterm.js keeps it). */
+const screen = (page: Page) =>
+  page.evaluate(() => {
+    const term = (globalThis as unknown as { tetherTerminal: { buffer: { active: { length: number; getLine(i: number): { translateToString(trim: boolean): string } | undefined } } } }).tetherTerminal;
+    const b = term.buffer.active;
+    const lines: string[] = [];
+    for (let i = 0; i < b.length; i++) lines.push(b.getLine(i)?.translateToString(true) ?? '');
+    return lines.join('\n');
+  });
+
+const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
+
+describe('signing in', () => {
+  it('a wrong password shows an error and no console', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${stack.url}/`);
+    await page.fill('#username', 'ops-ann');
+    await page.fill('#password', 'not the password');
+    await page.click('button[type=submit]');
+    await expect.poll(() => page.textContent('[role=alert]')).toContain('Wrong username or password');
+    expect(await page.isHidden('#nav')).toBe(true);
+    expect(await page.$('#device-list')).toBeNull();
+    await shot(page, 'login-refused');
+    await page.close();
+  });
+
+  it('the page comes with a strict Content-Security-Policy and the console paints fast on a cold cache', async () => {
+    const page = await browser.newPage();
+    const response = await page.goto(`${stack.url}/`);
+    const csp = response!.headers()['content-security-policy']!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toMatch(/script-src[^;]*unsafe/);
+    expect(csp).toContain("frame-ancestors 'none'");
+    await page.waitForSelector('#username');
+    await shot(page, 'login');
+    await page.close();
+  });
+});
+
+describe('the console, signed in', () => {
+  it('shows the device online, and offline when its agent is killed, without a reload', async () => {
+    const page = await signedIn();
+    const badge = page.locator('[data-device="console-dev"]');
+    await expect.poll(() => badge.textContent()).toBe('online');
+    await shot(page, 'devices');
+    const phone = await signedIn({ width: 390, height: 844 });
+    await shot(phone, 'devices-phone');
+    await phone.close();
+
+    const { agent: doomed } = await stack.onlineDevice('console-doomed');
+    const other = page.locator('[data-device="console-doomed"]');
+    await expect.poll(() => other.textContent(), { timeout: 10_000 }).toBe('online');
+    doomed.kill('SIGKILL');
+    await expect.poll(() => other.textContent(), { timeout: 10_000 }).toBe('offline');
+    await page.close();
+  });
+
+  it('shows the device page with its diagnostics and the ways in', async () => {
+    const page = await signedIn();
+    await page.click('text=console-dev');
+    await page.waitForSelector('#diagnostics h2');
+    expect(await page.textContent('#diagnostics')).toContain('Interfaces');
+    await page.click('#show-forward');
+    expect(await page.textContent('#forward-command')).toBe('tether forward console-dev 8080:127.0.0.1:80');
+    await shot(page, 'device');
+    await page.close();
+  });
+
+  it('opens a shell: output in the terminal, resize reaching stty, and yes stopped by Ctrl-C within 2 s', async () => {
+    const page = await signedIn();
+    await page.goto(`${stack.url}/#/terminal/console-dev`);
+    await page.waitForFunction(() => (globalThis as unknown as { tetherTerminal?: unknown }).tetherTerminal);
+    await expect.poll(() => screen(page)).toMatch(/[$#] $/m); // a prompt
+    await page.keyboard.type('echo hello-$((6*7))\n');
+    await expect.poll(() => screen(page)).toMatch(/^hello-42$/m);
+    await shot(page, 'terminal');
+
+    let asked = 0;
+    const size = async () => {
+      const tag = `sz${++asked}`;
+      await page.keyboard.type(`echo "${tag} $(stty size)"\n`);
+      const match = await waitFor(async () => new RegExp(`^${tag} (\\d+) (\\d+)$`, 'm').exec(await screen(page)), 'stty size');
+      return { rows: Number(match[1]), cols: Number(match[2]) };
+    };
+    const before = await size();
+    const dims = () => page.evaluate(() => {
+      const t = (globalThis as unknown as { tetherTerminal: { rows: number; cols: number } }).tetherTerminal;
+      return { rows: t.rows, cols: t.cols };
+    });
+    expect(before).toEqual(await dims());
+    await page.setViewportSize({ width: 900, height: 600 });
+    await expect.poll(dims).not.toEqual(before);
+    const after = await size();
+    expect(after).toEqual(await dims());
+    expect(after.cols).toBeLessThan(before.cols);
+
+    await page.keyboard.type('yes\n');
+    await expect.poll(() => screen(page)).toMatch(/^y$/m);
+    const t0 = Date.now();
+    await page.keyboard.press('Control+C');
+    await page.keyboard.type('echo back-$((40+2))\n');
+    await expect.poll(() => screen(page), { timeout: 2000 }).toMatch(/^back-42$/m);
+    expect(Date.now() - t0).toBeLessThan(2000);
+    await page.close();
+  });
+
+  it('uploads a file that arrives byte for byte, and downloads it back the same', async () => {
+    const page = await signedIn();
+    await page.goto(`${stack.url}/#/files/console-dev`);
+    await page.waitForSelector('#files-list');
+    const content = randomBytes(3 * 1024 * 1024 + 17);
+    const local = join(tempDir('tether-console-up-'), 'payload.bin');
+    writeFileSync(local, content);
+    await page.setInputFiles('#upload-input', local);
+    await expect.poll(() => page.textContent('#files-status'), { timeout: 30_000 }).toContain('Uploaded 1 file');
+    const stored = readFileSync(join(filesRoot, 'payload.bin'));
+    expect(createHash('sha256').update(stored).digest('hex')).toBe(createHash('sha256').update(content).digest('hex'));
+    await shot(page, 'files');
+
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-download="payload.bin"]')]);
+    const saved = join(tempDir('tether-console-down-'), 'back.bin');
+    await download.saveAs(saved);
+    expect(readFileSync(saved).equals(content)).toBe(true);
+    await page.close();
+  });
+
+  it('lists sessions with their recordings, plays one, and shows the audit', async () => {
+    const page = await signedIn();
+    await page.goto(`${stack.url}/#/sessions`);
+    const play = page.locator('a:has-text("Play")').first();
+    await play.waitFor();
+    await shot(page, 'sessions');
+    await play.click();
+    await page.waitForSelector('#player .xterm');
+    await shot(page, 'player');
+    await page.goto(`${stack.url}/#/audit`);
+    await page.waitForSelector('#audit-list table');
+    expect(await page.textContent('#audit-list')).toContain('recording.viewed');
+    await shot(page, 'audit');
+    await page.close();
+  });
+});
+
+describe('another origin', () => {
+  let other: Server;
+  afterAll(() => new Promise<void>((r) => other?.close(() => r())));
+
+  it('cannot open a session stream, even with its ticket', async () => {
+    const open = (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=shell&status=open')).body.data as Array<{ session_id: string }>;
+    for (const o of open) await stack.admin.del(`/v1/remote-access/sessions/${o.session_id}`);
+    const s = (await stack.admin.post('/v1/remote-access/sessions', { device_id: 'console-dev', protocol: 'shell' })).body.data;
+    // A page served from another origin tries the stream in a real browser.
+    other = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<!doctype html><title>elsewhere</title>');
+    });
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    const page = await browser.newPage();
+    await page.goto(`http://localhost:${(other.address() as { port: number }).port}/`);
+    const outcome = await page.evaluate(
+      (url) =>
+        new Promise<string>((done) => {
+          const ws = new WebSocket(url);
+          ws.onopen = () => done('opened');
+          ws.onclose = (e) => done(`closed ${e.code}`);
+        }),
+      s.websocket_url,
+    );
+    expect(outcome).toBe('closed 1006'); // the handshake was refused
+    await page.close();
+    // What the browser was told, asked by hand: 403.
+    const status = await new Promise<number>((done) => {
+      const req = request(s.websocket_url.replace(/^ws/, 'http'), {
+        headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64'), origin: 'http://evil.example' },
+      });
+      req.on('response', (res) => done(res.statusCode!));
+      req.on('upgrade', () => done(101));
+      req.end();
+    });
+    expect(status).toBe(403);
+    await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+  });
+});
+
+afterAll(() => agent?.kill('SIGKILL'));

@@ -54,7 +54,8 @@ export function splice(a: Hop, b: Hop, options: SpliceOptions): Splice {
         setImmediate(uncork);
       },
       data: (chunk) => dst.write(chunk),
-      payloadBytes: (bytes) => options.onBytes(direction, bytes),
+      // Bytes the other side can no longer take (it is gone) were not relayed, and are not counted.
+      payloadBytes: (bytes) => dst.state === 'open' && options.onBytes(direction, bytes),
       tap: options.taps?.[direction],
       end() {
         dst.flushControl();

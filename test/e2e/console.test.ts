@@ -159,6 +159,9 @@ describe('the console, signed in', () => {
     await page.keyboard.type('echo back-$((40+2))\n');
     await expect.poll(() => screen(page), { timeout: 2000 }).toMatch(/^back-42$/m);
     expect(Date.now() - t0).toBeLessThan(2000);
+
+    await page.keyboard.type('exit 3\n');
+    await expect.poll(() => page.textContent('#terminal-status')).toBe('The shell exited with code 3.');
     await page.close();
   });
 
@@ -195,6 +198,22 @@ describe('the console, signed in', () => {
     await page.waitForSelector('#audit-list table');
     expect(await page.textContent('#audit-list')).toContain('recording.viewed');
     await shot(page, 'audit');
+    await page.close();
+  });
+});
+
+describe('signing out', () => {
+  it('revokes the token the console obtained with the password', async () => {
+    const active = async () =>
+      ((await stack.admin.get('/v1/tokens?username=ops-ann')).body.data as Array<{ token_id: string }>).map((t) => t.token_id);
+    const before = await active();
+    const page = await signedIn();
+    const mine = (await active()).filter((id) => !before.includes(id));
+    expect(mine).toHaveLength(1);
+    await page.click('text=Sign out');
+    await page.waitForSelector('#username');
+    await expect.poll(active).not.toContain(mine[0]);
+    expect(await page.evaluate(() => (globalThis as unknown as { sessionStorage: { length: number } }).sessionStorage.length)).toBe(0);
     await page.close();
   });
 });

@@ -19,7 +19,7 @@ import {
 import { formatTarget } from '../shared/forward-targets';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { connectStreamSocket, HandshakeError, type StreamSocket } from '../shared/ws-client';
-import type { AgentConfig } from './config';
+import { serverUrls, type AgentConfig } from './config';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';
 import { createStreamDialer } from './stream-dialer';
 import type { ShellPool } from './shell/shell-pool';
@@ -60,6 +60,9 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   let reconnectTimer: NodeJS.Timeout | undefined;
   let livenessTimer: NodeJS.Timeout | undefined;
   let connectedAt = 0;
+  /** The server the agent connects to now (an index into `config.servers`). */
+  let current = 0;
+  const random = Math.random;
 
   // Pre-started shells, from the first shell session on (when the agent keeps them at all).
   let shells: ShellPool | undefined;
@@ -69,6 +72,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   const streams = createStreamDialer(config, {
     log,
     send: (msg) => send(msg),
+    streamUrl: (url) => streamUrlFor(url),
     shells: shellPool,
     uploadJournal: () => uploads!.begin(),
   });
@@ -76,6 +80,34 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     log.info('session ended', { session_id: session.sessionId, protocol: session.protocol, reason });
     void streams.endSession(session.sessionId, reason).then(() => send({ type: 'session.ended', session_id: session.sessionId }));
   });
+
+  /**
+   * Where to dial a stream: the server of the control channel, or the cluster node the client
+   * joined (`url`). The node that holds this control channel already decides what the device
+   * serves and has seen its token, so its word is taken, but never to a downgrade: an agent
+   * connected over TLS dials streams over TLS only. Undefined: not a place to dial.
+   */
+  function streamUrlFor(url: string | undefined): string | undefined {
+    const own = config.servers[current]!;
+    if (url === undefined) return own.streamUrl;
+    let wanted: string;
+    try {
+      wanted = serverUrls(url).streamUrl;
+    } catch {
+      return undefined;
+    }
+    if (!/^wss?:\/\//.test(wanted)) return undefined;
+    return own.connectUrl.startsWith('wss:') && !wanted.startsWith('wss:') ? undefined : wanted;
+  }
+
+  /** After a failure, another server, chosen at random so that a failed node's agents spread over the rest. */
+  function moveOn(): void {
+    const n = config.servers.length;
+    if (n < 2) return;
+    const from = current;
+    current = (current + 1 + Math.floor(random() * (n - 1))) % n;
+    log.info('moving to another server', { from: config.servers[from]!.connectUrl, to: config.servers[current]!.connectUrl });
+  }
 
   function setState(next: AgentState): void {
     state = next;
@@ -130,7 +162,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     setState('connecting');
     const attempt = new AbortController();
     dialing = attempt;
-    connectStreamSocket(config.connectUrl, {
+    connectStreamSocket(config.servers[current]!.connectUrl, {
       protocol: AGENT_SUBPROTOCOL,
       headers: {
         authorization: `Bearer ${config.token}`,
@@ -194,6 +226,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     } else {
       log[quiet ? 'debug' : 'warn']('connection to broker failed; reconnecting', { err: failure, delay_ms });
     }
+    moveOn();
     setState('waiting');
     reconnectTimer = setTimeout(connect, delay_ms);
   }

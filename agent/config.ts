@@ -13,7 +13,12 @@ import { describeProblems, problemsOf } from '../shared/zod-issues';
 const schema = z.object({
   server: z
     .string({ error: 'is required (--server URL or TETHER_SERVER)' })
-    .check(z.refine((s) => /^(https?|wss?):\/\/[^/]/.test(s) && URL.canParse(s), 'must be an http(s):// or ws(s):// URL')),
+    .check(
+      z.refine(
+        (s) => serverList(s).length > 0 && serverList(s).every((u) => /^(https?|wss?):\/\/[^/]/.test(u) && URL.canParse(u)),
+        'must be an http(s):// or ws(s):// URL, or several comma-separated',
+      ),
+    ),
   deviceId: z
     .string({ error: 'is required (--device-id ID or TETHER_DEVICE_ID)' })
     .check(z.regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 characters of [A-Za-z0-9._-]')),
@@ -36,11 +41,37 @@ const schema = z.object({
   logFormat: z.optional(z.enum(LOG_FORMATS, { error: 'must be json or text (TETHER_LOG_FORMAT)' })),
 });
 
-export interface AgentConfig {
+/** The URLs of one server (a broker node). */
+export interface AgentServer {
   /** The control channel URL, `ws(s)://host/v1/agent/connect`. */
   connectUrl: string;
   /** Where data streams are dialled, `ws(s)://host/v1/agent/stream`. */
   streamUrl: string;
+}
+
+/** The servers of `--server a,b` (repeated flags arrive joined by commas). */
+const serverList = (text: string): string[] => text.split(',').map((s) => s.trim()).filter(Boolean);
+
+/** A server's URLs from its base URL (`http(s)://` or `ws(s)://`, with or without a path prefix). */
+export function serverUrls(base: string): AgentServer {
+  const url = new URL(base);
+  url.protocol = url.protocol.replace(/^http/, 'ws');
+  const prefix = url.pathname.replace(/\/+$/, '');
+  url.search = '';
+  url.hash = '';
+  const at = (path: string) => {
+    url.pathname = `${prefix}${path}`;
+    return url.toString();
+  };
+  return { connectUrl: at(AGENT_CONNECT_PATH), streamUrl: at(AGENT_STREAM_PATH) };
+}
+
+export interface AgentConfig {
+  /**
+   * The servers, in the order given: the agent connects to the first, and moves to another when
+   * one fails.
+   */
+  servers: readonly AgentServer[];
   deviceId: string;
   token: string;
   filesRoot: string;
@@ -104,18 +135,9 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     );
   }
   const c = result.data;
-  const url = new URL(c.server);
-  url.protocol = url.protocol.replace(/^http/, 'ws');
-  const base = url.pathname.replace(/\/+$/, '');
-  url.search = '';
-  url.hash = '';
-  const at = (path: string) => {
-    url.pathname = `${base}${path}`;
-    return url.toString();
-  };
+  const servers = [...new Map(serverList(c.server).map((u) => serverUrls(u)).map((s) => [s.connectUrl, s])).values()];
   return Object.freeze({
-    connectUrl: at(AGENT_CONNECT_PATH),
-    streamUrl: at(AGENT_STREAM_PATH),
+    servers,
     deviceId: c.deviceId,
     token: c.token,
     filesRoot: resolve(c.filesRoot),

@@ -41,6 +41,8 @@ export interface StreamRequest {
   protocol: SessionProtocol;
   /** Where a port-forward session's connections may go. */
   targets?: string[] | undefined;
+  /** The cluster node to dial the stream at, when not the agent's own server. */
+  url?: string | undefined;
 }
 
 /** The agent's data streams: dialled on request, ended by session or all at once. */
@@ -49,6 +51,8 @@ export function createStreamDialer(
   deps: {
     log: Logger;
     send(msg: AgentToBrokerMessage): void;
+    /** Where to dial a stream the broker asked for at `url` (none: its own server); undefined: nowhere allowed. */
+    streamUrl(url: string | undefined): string | undefined;
     shells?: HandlerContext['shells'];
     uploadJournal?: () => StagingJournal;
   },
@@ -66,12 +70,22 @@ export function createStreamDialer(
       });
       return;
     }
+    const streamUrl = deps.streamUrl(req.url);
+    if (streamUrl === undefined) {
+      log.warn('refusing a stream at a URL it will not dial', { session_id: req.session_id, url: req.url });
+      deps.send({
+        type: 'stream.refused',
+        stream_id: req.stream_id,
+        message: `the stream is at ${String(req.url).slice(0, 200)}, which is not an http(s) URL or would take this device's token off TLS`,
+      });
+      return;
+    }
     const handlerLoaded = HANDLERS[req.protocol]();
     const dialing = new AbortController();
     const stream: ActiveStream = { streamId: req.stream_id, sessionId: req.session_id, dialing };
     active.set(req.stream_id, stream);
     const slog = log.child({ session_id: req.session_id, protocol: req.protocol });
-    const connected = connectStreamSocket(config.streamUrl, {
+    const connected = connectStreamSocket(streamUrl, {
       protocol: AGENT_SUBPROTOCOL,
       headers: {
         authorization: `Bearer ${config.token}`,

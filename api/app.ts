@@ -33,6 +33,7 @@ import { createEventHub } from './events/hub';
 import { eventRoutes } from './events/routes';
 import { consoleRoutes } from './console/routes';
 import type { SessionRow } from './store/sessions';
+import type { PresenceChange } from './store/devices';
 import { recordingRoutes, recordingViewer } from './recordings/routes';
 
 export interface ApiDeps {
@@ -177,6 +178,13 @@ export function createApi(deps: ApiDeps) {
         store.devices.markOffline(deviceId, iso);
         events.publish({ event: 'agent.offline', data: { device_id: deviceId, at: iso } });
       },
+      /** Many changes at once, in one transaction (a cluster's control node batches them). */
+      apply(changes: readonly PresenceChange[]) {
+        store.devices.applyPresence(changes);
+        for (const c of changes) events.publish({ event: c.kind === 'online' ? 'agent.online' : 'agent.offline', data: { device_id: c.deviceId, at: c.at } });
+      },
+      /** The devices recorded online. */
+      onlineIds: () => store.devices.onlineIds(),
       seen: (lastSeen: Map<string, number>) => store.devices.markSeen(new Map([...lastSeen].map(([id, at]) => [id, new Date(at).toISOString()]))),
     },
     /** Records shell sessions' streams (the broker reports them). */

@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   target_not_allowed: 422,
   rate_limited: 429,
   internal_error: 500,
+  /** A cluster's control node cannot reach its bus (NATS): nothing can reach the devices now. */
+  unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

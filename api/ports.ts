@@ -13,6 +13,11 @@ export interface RelayPort {
   deviceDeleted(deviceId: string): void;
   /** A token was revoked: close the streams it admitted. */
   tokenRevoked(tokenId: string): void;
+  /**
+   * Whether devices can be reached now; a cluster's control node says no while its bus (NATS)
+   * is away, and sessions are refused (503) meanwhile. None: always.
+   */
+  available?(): boolean;
 }
 
 /** A relay that does nothing, for an API run without a broker. */

@@ -18,7 +18,7 @@ import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { formatTarget, MAX_PATTERNS, parsePattern } from '../shared/forward-targets';
 import { AgentRegistry, type AgentEntry } from './registry';
 import { acceptWebSocket } from './accept';
-import { agentDevice } from './credentials';
+import { checkedAgent } from './credentials';
 import { rejectUpgrade } from './reject';
 
 /** Control messages are small; anything bigger is garbage or abuse. */
@@ -28,9 +28,12 @@ const CONTROL_MAX_BUFFERED = 1024 * 1024;
 const MISSED_HEARTBEATS = 2;
 
 export interface PresenceSink {
-  /** `forwardAllow`: the port-forward patterns the agent announced; null when it announced none. */
-  online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null): void;
-  offline(deviceId: string, at: number): void;
+  /**
+   * `forwardAllow`: the port-forward patterns the agent announced; null when it announced none.
+   * `generation` names the connection (the registry's); its end reports the same one.
+   */
+  online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null, generation: number): void;
+  offline(deviceId: string, at: number, generation: number): void;
   /** Heartbeats since the last call, by device (for `last_seen_at`). */
   seen(lastSeen: Map<string, number>): void;
 }
@@ -40,8 +43,8 @@ export interface AgentChannelDeps {
   /** Wall clock (ms), for `last_seen_at`; liveness uses the monotonic clock, immune to clock steps. */
   now: () => number;
   heartbeatMs: number;
-  /** True when `token` is the agent token of `deviceId`. */
-  authenticateAgent(deviceId: string, token: string): boolean;
+  /** True when `token` is the agent token of `deviceId`; rejects when that cannot be known now. */
+  authenticateAgent(deviceId: string, token: string): boolean | Promise<boolean>;
   presence: PresenceSink;
   /** An agent acknowledged that a session's handler ended. */
   onSessionEnded?(deviceId: string, sessionId: string): void;
@@ -105,10 +108,11 @@ export function createAgentChannel(deps: AgentChannelDeps) {
   }
 
   function onConnection(ws: WebSocket, deviceId: string, agentVersion: string | null, forwardAllow: string[] | null): void {
-    const { entry, replaced } = registry.attach(deviceId, ws, agentVersion, mono());
+    const since = now();
+    const { entry, replaced } = registry.attach(deviceId, ws, agentVersion, mono(), { since, forwardAllow });
     const alog = log.child({ device_id: deviceId, generation: entry.generation });
     alog.info('agent connected', { agent_version: agentVersion, forward_allow: forwardAllow });
-    presence.online(deviceId, agentVersion, now(), forwardAllow);
+    presence.online(deviceId, agentVersion, since, forwardAllow, entry.generation);
     if (replaced) {
       alog.info('agent connection replaced an older one', { replaced_generation: replaced.generation });
       replaced.socket.close(AGENT_CLOSE.replaced, 'replaced by a newer connection');
@@ -129,7 +133,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     ws.on('close', function onAgentClose(code) {
       seenSinceFlush.delete(deviceId);
       if (registry.detach(entry)) {
-        presence.offline(deviceId, now());
+        presence.offline(deviceId, now(), entry.generation);
         alog.info('agent disconnected', { code });
       }
     });
@@ -156,7 +160,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     registry,
 
     /** Handles an upgrade to the agent path: refuses bad versions and credentials with HTTP errors. */
-    handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
       const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
       if (!offered.includes(AGENT_SUBPROTOCOL)) {
         rejectUpgrade(
@@ -167,7 +171,9 @@ export function createAgentChannel(deps: AgentChannelDeps) {
         );
         return;
       }
-      const { device: deviceId, claimed } = agentDevice(req, deps.authenticateAgent);
+      const proof = await checkedAgent(req, deps.authenticateAgent, socket, log);
+      if (!proof) return;
+      const { device: deviceId, claimed } = proof;
       if (!deviceId) {
         log.warn('agent refused: bad device id or token', { device_id: claimed });
         rejectUpgrade(socket, 401, 'unauthorized', 'unknown device or wrong agent token');
@@ -191,6 +197,11 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     /** Disconnects a device's agent with `code`. */
     disconnect(deviceId: string, code: number, reason: string): void {
       registry.get(deviceId)?.socket.close(code, reason);
+    },
+
+    /** Disconnects every agent with `code` (they reconnect, maybe elsewhere). */
+    disconnectAll(code: number, reason: string): void {
+      for (const entry of [...registry.entries()]) entry.socket.close(code, reason);
     },
 
     /** Closes every agent connection with 1001 and waits (at most `graceMs`) for them to go. */

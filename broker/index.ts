@@ -13,6 +13,7 @@ import {
   AGENT_CONNECT_PATH,
   AGENT_STREAM_PATH,
   agentCloseReason,
+  type BrokerToAgentMessage,
   type CloseReason,
   type SessionProtocol,
 } from '../shared/control-channel';
@@ -22,7 +23,9 @@ import { createAgentChannel, type PresenceSink } from './agents';
 import { guardRawSocket } from './accept';
 import { rejectUpgrade } from './reject';
 import type { ByteCounts } from './byte-meter';
-import { createStreams } from './streams';
+import { createStreams, type StreamDeps } from './streams';
+import type { AgentAuthenticator } from './credentials';
+import type { AgentEntry } from './registry';
 
 export const DEFAULT_HEARTBEAT_MS = 20_000;
 export type { ByteCounts } from './byte-meter';
@@ -32,9 +35,10 @@ export interface BrokerDeps {
   metrics: Metrics;
   now: () => number;
   heartbeatMs: number;
-  authenticateAgent(deviceId: string, token: string): boolean;
+  /** May answer later (an edge node asks the control node) and reject when it cannot (503 to the peer). */
+  authenticateAgent: AgentAuthenticator;
   presence: PresenceSink;
-  authorizeStream(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess;
+  authorizeStream(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess | Promise<StreamAccess>;
   recordBytes(counts: Map<string, ByteCounts>): void;
   /** How long a client waits for the device to join (10 s, docs/session-streams.md; tests shorten it). */
   joinTimeoutMs?: number;
@@ -42,6 +46,10 @@ export interface BrokerDeps {
   recordings?: RecordingPort | undefined;
   /** Browser origins besides the server's own that may open session streams. */
   allowedOrigins?: readonly string[] | undefined;
+  /** In a cluster: asks the node that holds a device's agent to send it `stream.open` (docs/cluster.md). */
+  routeStream?: StreamDeps['routeStream'];
+  /** In a cluster: an agent here refused a stream that waits on no stream here (its client is on another node). */
+  onStreamRefusedElsewhere?(deviceId: string, streamId: string, message: string): void;
 }
 
 export interface SessionNotice {
@@ -64,13 +72,16 @@ export function createBroker(deps: BrokerDeps) {
     heartbeatMs: deps.heartbeatMs,
     authenticateAgent: deps.authenticateAgent,
     presence: deps.presence,
-    onStreamRefused: (deviceId, streamId, message) => streams.refused(deviceId, streamId, message),
+    onStreamRefused(deviceId, streamId, message) {
+      if (!streams.refused(deviceId, streamId, message)) deps.onStreamRefusedElsewhere?.(deviceId, streamId, message);
+    },
   });
   const streams = createStreams({
     log: log.child({ component: 'streams' }),
     authorize: deps.authorizeStream,
     authenticateAgent: deps.authenticateAgent,
     sendToAgent: (deviceId, msg) => agents.sendTo(deviceId, msg),
+    routeStream: deps.routeStream,
     recordBytes: deps.recordBytes,
     onBytes: (direction, bytes) => (direction === 'to_device' ? bytesTo : bytesFrom).inc(bytes),
     joinTimeoutMs: deps.joinTimeoutMs,
@@ -86,13 +97,30 @@ export function createBroker(deps: BrokerDeps) {
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       guardRawSocket(socket, log);
       const path = (req.url ?? '').split('?')[0]!;
-      if (path === AGENT_CONNECT_PATH) return agents.handleUpgrade(req, socket, head);
-      if (path === AGENT_STREAM_PATH) return streams.handleAgentUpgrade(req, socket, head);
       const stream = STREAM_PATH.exec(path);
       const sessionId = stream ? decodedSegment(stream[1]!) : undefined;
-      if (sessionId !== undefined) return streams.handleClientUpgrade(req, socket, head, sessionId);
-      rejectUpgrade(socket, 404, 'not_found', 'no WebSocket endpoint at this path');
+      let handled: Promise<void>;
+      if (path === AGENT_CONNECT_PATH) handled = agents.handleUpgrade(req, socket, head);
+      else if (path === AGENT_STREAM_PATH) handled = streams.handleAgentUpgrade(req, socket, head);
+      else if (sessionId !== undefined) handled = streams.handleClientUpgrade(req, socket, head, sessionId);
+      else return rejectUpgrade(socket, 404, 'not_found', 'no WebSocket endpoint at this path');
+      handled.catch((err: Error) => {
+        log.error('an upgrade failed', { path, err: err.message });
+        socket.destroy();
+      });
     },
+
+    /** Sends a control message to a device's agent if it is connected here; false if it is not. */
+    sendToAgent: (deviceId: string, msg: BrokerToAgentMessage): boolean => agents.sendTo(deviceId, msg),
+
+    /** An agent (maybe on another node) refused the stream `streamId`; false when it does not wait here. */
+    streamRefused: (deviceId: string, streamId: string, message: string): boolean => streams.refused(deviceId, streamId, message),
+
+    /** The agents connected here. */
+    agents: (): IterableIterator<AgentEntry<unknown>> => agents.registry.entries(),
+
+    /** Disconnects every agent (a node cut from its cluster lets them move to another node). */
+    disconnectAgents: (code: number, reason: string): void => agents.disconnectAll(code, reason),
 
     /** Tells the device a session was opened for it. */
     sessionOpened(s: SessionNotice): void {

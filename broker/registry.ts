@@ -11,6 +11,10 @@ export interface AgentEntry<S> {
   generation: number;
   socket: S;
   agentVersion: string | null;
+  /** The port-forward patterns the agent announced; null when it announced none. */
+  forwardAllow: readonly string[] | null;
+  /** Wall clock (ms) at connection: orders one device's connections across cluster nodes. */
+  since: number;
   /** Monotonic ms (performance.now()), like the two below. */
   connectedAt: number;
   /** Last time the agent proved to be alive (pong or message). */
@@ -31,12 +35,14 @@ export class AgentRegistry<S> {
   #nextGeneration = 1;
 
   /** Registers a new connection; returns it and the connection it replaced, if any. */
-  attach(deviceId: string, socket: S, agentVersion: string | null, now: number) {
+  attach(deviceId: string, socket: S, agentVersion: string | null, now: number, announced: { since?: number; forwardAllow?: readonly string[] | null } = {}) {
     const entry: AgentEntry<S> = {
       deviceId,
       generation: this.#nextGeneration++,
       socket,
       agentVersion,
+      forwardAllow: announced.forwardAllow ?? null,
+      since: announced.since ?? 0,
       connectedAt: now,
       lastSeenAt: now,
       lastPingAt: now,

@@ -8,9 +8,11 @@ import type { Duplex } from 'node:stream';
 import { randomBase32 } from '../shared/ids';
 import type { Logger } from '../shared/log';
 import { AGENT_HEADERS, type BrokerToAgentMessage, type CloseReason } from '../shared/control-channel';
+
+type StreamOpenMessage = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
 import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, STREAM_END, TOKEN_END_TEXT, type StreamAccess, type StreamGrant } from '../shared/session-stream';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
-import { agentDevice, bearerOf } from './credentials';
+import { bearerOf, checkedAgent, UNAVAILABLE_MESSAGE, type AgentAuthenticator } from './credentials';
 import { rejectUpgrade } from './reject';
 import { sendableCode } from '../shared/ws-close';
 import { createByteMeter, type ByteCounts } from './byte-meter';
@@ -26,10 +28,15 @@ const AGENT_RETRY_MS = 250;
 
 export interface StreamDeps {
   log: Logger;
-  /** Decides whether these credentials may connect to the session's stream. */
-  authorize(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess;
-  authenticateAgent(deviceId: string, token: string): boolean;
-  sendToAgent(deviceId: string, msg: BrokerToAgentMessage): boolean;
+  /** Decides whether these credentials may connect to the session's stream; rejects when that cannot be known now. */
+  authorize(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess | Promise<StreamAccess>;
+  authenticateAgent: AgentAuthenticator;
+  sendToAgent(deviceId: string, msg: StreamOpenMessage): boolean;
+  /**
+   * Asks the device's agent to open a stream when it is not connected here (another cluster
+   * node holds it); true when it was asked. None: only agents connected here are asked.
+   */
+  routeStream?(deviceId: string, msg: StreamOpenMessage): Promise<boolean>;
   /** Adds byte counts to session records; called at least every second and when a stream ends. */
   recordBytes(counts: Map<string, ByteCounts>): void;
   /** Every forwarded frame, for the metrics. */
@@ -100,16 +107,27 @@ export function createStreams(deps: StreamDeps) {
 
   function askAgent(stream: Stream): void {
     const { grant } = stream;
-    const sent = deps.sendToAgent(grant.deviceId, {
+    const msg: StreamOpenMessage = {
       type: 'stream.open',
       session_id: grant.sessionId,
       stream_id: stream.streamId,
       protocol: grant.protocol,
       expires_at: grant.expiresAt,
       ...(grant.targets && { targets: [...grant.targets] }),
-    });
+    };
     // An agent that is reconnecting right now may still make it within the join timeout.
-    if (!sent) stream.retryTimer = setTimeout(() => askAgent(stream), AGENT_RETRY_MS);
+    const retry = () => {
+      if (byStreamId.get(stream.streamId) === stream && !stream.agent) stream.retryTimer = setTimeout(() => askAgent(stream), AGENT_RETRY_MS);
+    };
+    if (deps.sendToAgent(grant.deviceId, msg)) return;
+    if (!deps.routeStream) return retry();
+    deps.routeStream(grant.deviceId, msg).then(
+      (sent) => sent || retry(),
+      (err: Error) => {
+        log.debug('could not ask another node for the device', { session_id: grant.sessionId, err: err.message });
+        retry();
+      },
+    );
   }
 
   /** Completes an upgrade on a stream path, for the frame-forwarding splice; undefined when refused. */
@@ -204,7 +222,7 @@ export function createStreams(deps: StreamDeps) {
 
   return {
     /** A client's upgrade to `/v1/remote-access/sessions/{id}/stream`. */
-    handleClientUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, sessionId: string): void {
+    async handleClientUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, sessionId: string): Promise<void> {
       // A page of another site must not drive a session with a ticket it got hold of (CSWSH):
       // browsers say where a page comes from, and only the console's own origin, or one the
       // operator named, may open a stream. Clients that are not browsers send no Origin.
@@ -217,7 +235,15 @@ export function createStreams(deps: StreamDeps) {
       const url = new URL(req.url ?? '/', 'http://x');
       const ticket = url.searchParams.get('ticket') ?? undefined;
       const bearer = bearerOf(req);
-      const access = deps.authorize(sessionId, { ticket, bearer });
+      let access: StreamAccess;
+      try {
+        access = await deps.authorize(sessionId, { ticket, bearer });
+      } catch (err) {
+        log.warn('could not check stream credentials', { session_id: sessionId, err: (err as Error).message });
+        if (!socket.destroyed) rejectUpgrade(socket, 503, 'unavailable', UNAVAILABLE_MESSAGE);
+        return;
+      }
+      if (socket.destroyed) return;
       const onError = (err: Error) => log.info('client stream error', { session_id: sessionId, err: err.message });
       // Like ws, the first subprotocol a client offers is taken (the stream has none of its own).
       const ws = accept(req, socket, head, onError, (offered) => offered[0]);
@@ -227,8 +253,10 @@ export function createStreams(deps: StreamDeps) {
     },
 
     /** A device's data WebSocket for a stream it was asked to serve. */
-    handleAgentUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-      const { device: deviceId } = agentDevice(req, deps.authenticateAgent);
+    async handleAgentUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+      const proof = await checkedAgent(req, deps.authenticateAgent, socket, log);
+      if (!proof) return;
+      const deviceId = proof.device;
       if (!deviceId) {
         rejectUpgrade(socket, 401, 'unauthorized', 'unknown device or wrong agent token');
         return;
@@ -245,12 +273,13 @@ export function createStreams(deps: StreamDeps) {
       if (ws) joinAgent(ws, stream);
     },
 
-    /** The agent will not serve a stream: the client learns why. */
-    refused(deviceId: string, streamId: string, message: string): void {
+    /** The agent will not serve a stream: the client learns why. False: no such stream waits here. */
+    refused(deviceId: string, streamId: string, message: string): boolean {
       const stream = byStreamId.get(streamId);
-      if (!stream || stream.grant.deviceId !== deviceId || stream.agent) return;
+      if (!stream || stream.grant.deviceId !== deviceId || stream.agent) return false;
       release(stream);
       stream.client.close(STREAM_CLOSE.internalError, `device refused: ${message}`);
+      return true;
     },
 
     /** The session closed or expired: both sides close with its code, counts are written. */

@@ -35,12 +35,12 @@ export function helpText(command: AgentCommand): string {
 
 /** Reads `args` (the arguments after the command's name); throws an AgentUsageError on a mistake. */
 export function parseAgentArgs(args: string[], command: AgentCommand): AgentArgs {
-  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = {
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {
     help: { type: 'boolean', short: 'h' },
     ...(command.version ? { version: { type: 'boolean', short: 'V' } } : {}),
   };
-  for (const o of AGENT_OPTIONS) options[o.flag] = { type: o.value ? 'string' : 'boolean' };
-  let values: Record<string, string | boolean | undefined>;
+  for (const o of AGENT_OPTIONS) options[o.flag] = { type: o.value ? 'string' : 'boolean', ...(o.repeatable && { multiple: true }) };
+  let values: Record<string, string | string[] | boolean | undefined>;
   try {
     values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as typeof values;
   } catch (err) {
@@ -53,8 +53,10 @@ export function parseAgentArgs(args: string[], command: AgentCommand): AgentArgs
   const byField: Record<string, string | boolean | undefined> = {};
   for (const o of AGENT_OPTIONS) {
     const given = values[o.flag];
+    // A repeated option's values arrive joined by commas, as from commander.
+    if (Array.isArray(given)) byField[o.field] = given.join(',');
     // `--no-warm-shell` given means that switch is off, as commander reports it.
-    byField[o.field] = o.value ? given : given === true ? false : undefined;
+    else byField[o.field] = o.value ? given : given === true ? false : undefined;
   }
   return { kind: 'run', flags: agentFlagsOf(byField) };
 }

@@ -15,10 +15,18 @@ export interface AgentOption {
   help: string;
   /** The AgentFlags field it fills. */
   field: keyof AgentFlags;
+  /** May be given more than once; the values are joined by commas. */
+  repeatable?: true;
 }
 
 export const AGENT_OPTIONS: readonly AgentOption[] = [
-  { flag: 'server', value: '<url>', field: 'server', help: 'broker URL (env TETHER_SERVER)' },
+  {
+    flag: 'server',
+    value: '<url>',
+    field: 'server',
+    repeatable: true,
+    help: 'broker URL; repeat it or separate several with commas for the nodes of a cluster (env TETHER_SERVER)',
+  },
   { flag: 'device-id', value: '<id>', field: 'deviceId', help: 'this device\'s id (env TETHER_DEVICE_ID)' },
   { flag: 'token', value: '<token>', field: 'token', help: 'agent token; prefer the environment (env TETHER_DEVICE_TOKEN)' },
   { flag: 'files-root', value: '<dir>', field: 'filesRoot', help: 'file transfer never reaches outside it (env TETHER_FILES_ROOT; default: working dir)' },
@@ -52,7 +60,11 @@ export const optionSignature = (o: AgentOption): string => `--${o.flag}${o.value
 
 /** Adds the agent's options to a commander command (the `tether` command's `agent`). */
 export function addAgentOptions(cmd: Command): Command {
-  for (const o of AGENT_OPTIONS) cmd.option(optionSignature(o), o.help);
+  const collect = (value: string, previous: string | undefined) => (previous === undefined ? value : `${previous},${value}`);
+  for (const o of AGENT_OPTIONS) {
+    if (o.repeatable) cmd.option(optionSignature(o), o.help, collect);
+    else cmd.option(optionSignature(o), o.help);
+  }
   return cmd;
 }
 

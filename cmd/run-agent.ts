@@ -10,7 +10,7 @@ export async function runAgent(flags: AgentFlags, env: NodeJS.ProcessEnv): Promi
   const log = createLogger(logSettings(config, process.stderr.isTTY === true), { component: 'agent', device_id: config.deviceId });
   guardProcess(log); // a bug in one handler must not cut the device off
   const agent = createAgent(config, { log });
-  log.info('agent starting', { server: config.connectUrl, files_root: config.filesRoot, log_dirs: config.logDirs });
+  log.info('agent starting', { servers: config.servers.map((s) => s.connectUrl), files_root: config.filesRoot, log_dirs: config.logDirs });
   if (!statSync(config.filesRoot, { throwIfNoEntry: false })?.isDirectory()) {
     // Not fatal (it may be mounted later), but every transfer fails until it is there.
     log.warn(`the files root ${config.filesRoot} is not a directory; file transfers fail until it is (create it, or set --files-root)`);

@@ -15,20 +15,22 @@ import { DEFAULT_DATA_DIR } from './server-defaults';
 /** On or off: `1`/`0`, `true`/`false` (environment), or a YAML boolean. */
 const flag = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false'], { error: 'must be 1 or 0' }).transform((v) => v === '1' || v === 'true')]);
 
-/** Every setting, by its name in a config file. */
-const fileSchema = z.strictObject({
+/** `nats://host:port` (user and password allowed), or several, comma-separated. */
+const natsUrl = (requiredError?: string) =>
+  z
+  .string(requiredError === undefined ? undefined : { error: requiredError })
+  .refine(
+    (text) => text.split(',').every((u) => /^(nats|tls):\/\/[^/\s]+$/.test(u.trim()) && URL.canParse(u.trim())),
+    'must be nats://host:port (or tls://), or several of them comma-separated',
+  );
+
+/** Settings the server and a broker node share. */
+const common = {
   listen: z
     .string()
     .regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080')
     .default('127.0.0.1:8080'),
-  data_dir: z.string().min(1).default(DEFAULT_DATA_DIR),
   public_url: z.url({ protocol: /^https?$/ }).optional(),
-  bootstrap_token: z
-    .string()
-    .regex(/^[A-Za-z0-9\-._~+/]{16,256}$/, 'must be 16-256 characters of [A-Za-z0-9-._~+/]')
-    .optional(),
-  deploy_runtime: z.enum(['simulated']).default('simulated'),
-  sim_replica_ms: z.coerce.number().int().min(0).max(3_600_000).default(200),
   log_level: z.enum(LOG_LEVELS).default('info'),
   /** The agent heartbeat interval (tests shorten it). */
   heartbeat_ms: z.coerce.number().int().min(50).max(600_000).default(20_000),
@@ -36,14 +38,6 @@ const fileSchema = z.strictObject({
   headers_timeout_ms: z.coerce.number().int().min(100).max(600_000).default(15_000),
   /** How long a client may take to send a whole request. */
   request_timeout_ms: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
-  /** Record shell sessions (asciicast v2 in the data dir). */
-  record_shell: flag.default(true),
-  /** Record keystrokes too (they hold passwords typed at prompts). */
-  record_input: flag.default(false),
-  /** The largest compressed recording of one session; past it the recording is `truncated`. */
-  recording_max_bytes: z.coerce.number().int().min(64 * 1024).max(2 ** 40).default(64 * 1024 * 1024),
-  /** Recordings older than this many days are deleted; 0 keeps them forever. */
-  recording_retention_days: z.coerce.number().int().min(0).max(36_500).default(90),
   /** Browser origins besides the server's own whose pages may open session streams. */
   console_origins: z
     .string()
@@ -55,15 +49,59 @@ const fileSchema = z.strictObject({
       }
       return origins;
     }),
+};
+
+/** Every setting of `tether server`, by its name in a config file. */
+const fileSchema = z.strictObject({
+  ...common,
+  data_dir: z.string().min(1).default(DEFAULT_DATA_DIR),
+  bootstrap_token: z
+    .string()
+    .regex(/^[A-Za-z0-9\-._~+/]{16,256}$/, 'must be 16-256 characters of [A-Za-z0-9-._~+/]')
+    .optional(),
+  deploy_runtime: z.enum(['simulated']).default('simulated'),
+  sim_replica_ms: z.coerce.number().int().min(0).max(3_600_000).default(200),
+  /** Record shell sessions (asciicast v2 in the data dir). */
+  record_shell: flag.default(true),
+  /** Record keystrokes too (they hold passwords typed at prompts). */
+  record_input: flag.default(false),
+  /** The largest compressed recording of one session; past it the recording is `truncated`. */
+  recording_max_bytes: z.coerce.number().int().min(64 * 1024).max(2 ** 40).default(64 * 1024 * 1024),
+  /** Recordings older than this many days are deleted; 0 keeps them forever. */
+  recording_retention_days: z.coerce.number().int().min(0).max(36_500).default(90),
+  /** The cluster bus: set, this server is a cluster's control node (docs/cluster.md). */
+  nats_url: natsUrl().optional(),
+});
+
+/** Every setting of `tether broker` (an edge node: no database, so none of the data settings). */
+const brokerSchema = z.strictObject({
+  ...common,
+  public_url: z.url({ protocol: /^https?$/, error: 'is required: the URL agents and clients reach this node at (http(s)://host:port)' }),
+  nats_url: natsUrl('is required: the cluster bus, e.g. nats://127.0.0.1:4222'),
 });
 
 export type ServerSettings = z.output<typeof fileSchema>;
 
-export interface ServerConfig extends Omit<ServerSettings, 'listen' | 'public_url'> {
+export interface ServerConfig extends Omit<ServerSettings, 'listen' | 'public_url' | 'nats_url'> {
   host: string;
   port: number;
   /** Base URL clients use, when set; otherwise derived from the listening address. */
   publicUrl: string | undefined;
+  /** The cluster bus; set, this server is a cluster's control node. */
+  natsUrl: string | undefined;
+}
+
+/** `tether broker`'s settings: an edge node of a cluster. */
+export interface BrokerConfig {
+  host: string;
+  port: number;
+  publicUrl: string;
+  natsUrl: string;
+  log_level: ServerSettings['log_level'];
+  heartbeat_ms: number;
+  headers_timeout_ms: number;
+  request_timeout_ms: number;
+  console_origins: string[];
 }
 
 export class ConfigError extends Error {
@@ -72,33 +110,37 @@ export class ConfigError extends Error {
 
 /** Every setting's name in a config file (`TETHER_` + upper case in the environment). */
 export const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof ServerSettings>;
+/** Every setting of `tether broker`. */
+export const BROKER_SETTING_NAMES = Object.keys(brokerSchema.shape);
+
+type Owner = 'server' | 'broker';
 
 
 const envName = (key: string) => `${ENV_PREFIX}${key.toUpperCase()}`;
 
-function whyNotASetting(key: string, known: readonly string[]): string {
-  const owners = KNOWN_SETTINGS[envName(key)]?.filter((owner) => owner !== 'reserved');
+function whyNotASetting(key: string, known: readonly string[], owner: Owner): string {
+  const owners = KNOWN_SETTINGS[envName(key)]?.filter((o) => o !== 'reserved');
   if (owners === undefined) return `unknown setting${didYouMean(key, known)}`;
-  if (owners.length === 0) return 'reserved for a coming feature; tether server does not read it yet';
-  return `a setting of the ${owners.join(' and the ')}, not of tether server`;
+  if (owners.length === 0) return `reserved for a coming feature; tether ${owner} does not read it yet`;
+  return `a setting of the ${owners.join(' and the ')}, not of tether ${owner}`;
 }
 
 /**
  * The file's keys that are not server settings, each named as in the other problems; a key
  * another component reads is said to be theirs, any other names the closest setting.
  */
-function unknownFileKeys(fromFile: Record<string, unknown>): Problem[] {
-  const known: readonly string[] = SETTING_NAMES;
+function unknownFileKeys(fromFile: Record<string, unknown>, known: readonly string[], owner: Owner): Problem[] {
   return Object.keys(fromFile)
     .filter((key) => !known.includes(key))
     .map((key) => {
       const path = key.toUpperCase().startsWith(ENV_PREFIX) ? key : `${key} (${envName(key)})`;
-      return { path, message: whyNotASetting(key, known) };
+      return { path, message: whyNotASetting(key, known, owner) };
     });
 }
 
-/** Reads settings from an optional YAML file and the environment. Throws ConfigError. */
-export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): Readonly<ServerConfig> {
+/** Reads `schema`'s settings from an optional YAML file and the environment. Throws ConfigError. */
+function loadSettings<S extends z.ZodObject>(schema: S, owner: Owner, env: NodeJS.ProcessEnv, configFile?: string): z.output<S> {
+  const names = Object.keys(schema.shape);
   let fromFile: Record<string, unknown> = {};
   if (configFile) {
     let parsed: unknown;
@@ -112,27 +154,36 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     }
     fromFile = (parsed ?? {}) as Record<string, unknown>;
   }
-  const problems = [...unknownSettings(env), ...unknownFileKeys(fromFile)];
+  const problems = [...unknownSettings(env), ...unknownFileKeys(fromFile, names, owner)];
   const merged: Record<string, unknown> = {};
-  for (const name of SETTING_NAMES) {
+  for (const name of names) {
     const value = env[envName(name)];
     if (value !== undefined && value !== '') merged[name] = value;
     else if (Object.hasOwn(fromFile, name)) merged[name] = fromFile[name];
   }
-  const result = fileSchema.safeParse(merged);
+  const result = schema.safeParse(merged);
   if (!result.success) {
     for (const p of problemsOf(result.error.issues)) problems.push({ ...p, path: `${p.path} (${envName(p.path)})` });
   }
   if (!result.success || problems.length > 0) {
-    throw new ConfigError(`invalid server settings:\n${problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')}`);
+    throw new ConfigError(`invalid ${owner} settings:\n${problems.map((p) => `  ${p.path}: ${p.message}`).join('\n')}`);
   }
-  const s = result.data;
-  const m = /^\[?(.*?)\]?:(\d+)$/.exec(s.listen)!;
+  return result.data;
+}
+
+/** The host and port of `listen`. */
+function hostPort(listen: string, owner: Owner): { host: string; port: number } {
+  const m = /^\[?(.*?)\]?:(\d+)$/.exec(listen)!;
   const port = Number(m[2]);
-  if (port > 65535) throw new ConfigError(`invalid server settings:\n  listen (TETHER_LISTEN): port ${port} is out of range`);
+  if (port > 65535) throw new ConfigError(`invalid ${owner} settings:\n  listen (TETHER_LISTEN): port ${port} is out of range`);
+  return { host: m[1]!, port };
+}
+
+/** Reads the server's settings from an optional YAML file and the environment. Throws ConfigError. */
+export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): Readonly<ServerConfig> {
+  const s = loadSettings(fileSchema, 'server', env, configFile);
   return Object.freeze({
-    host: m[1]!,
-    port,
+    ...hostPort(s.listen, 'server'),
     data_dir: resolve(s.data_dir),
     publicUrl: s.public_url?.replace(/\/+$/, ''),
     bootstrap_token: s.bootstrap_token,
@@ -146,6 +197,22 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     record_input: s.record_input,
     recording_max_bytes: s.recording_max_bytes,
     recording_retention_days: s.recording_retention_days,
+    console_origins: s.console_origins,
+    natsUrl: s.nats_url,
+  });
+}
+
+/** Reads `tether broker`'s settings from an optional YAML file and the environment. Throws ConfigError. */
+export function loadBrokerConfig(env: NodeJS.ProcessEnv, configFile?: string): Readonly<BrokerConfig> {
+  const s = loadSettings(brokerSchema, 'broker', env, configFile);
+  return Object.freeze({
+    ...hostPort(s.listen, 'broker'),
+    publicUrl: s.public_url.replace(/\/+$/, ''),
+    natsUrl: s.nats_url,
+    log_level: s.log_level,
+    heartbeat_ms: s.heartbeat_ms,
+    headers_timeout_ms: s.headers_timeout_ms,
+    request_timeout_ms: s.request_timeout_ms,
     console_origins: s.console_origins,
   });
 }

@@ -14,6 +14,9 @@ import { simulatedRuntime } from '../api/deployments/simulated-runtime';
 import { bootstrapAdmin } from '../api/identity/bootstrap';
 import { openStore, type Store } from '../api/store/index';
 import { createBroker } from '../broker/index';
+import { createBus, redactedUrl } from '../cluster/bus';
+import { createControl, type Control } from '../cluster/control';
+import { randomBase32 } from '../shared/ids';
 import { createLogger, type Logger } from '../shared/log';
 import { createMetrics, type Metrics } from '../shared/metrics';
 import { guardProcess } from '../shared/process-guard';
@@ -71,16 +74,27 @@ interface WireDeps {
   joinTimeoutMs: number | undefined;
 }
 
-/** The API and the broker, each reaching the other only through its port. */
+/** The API and the broker, each reaching the other only through its port; in a cluster, through the control node's. */
 function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
   const { now, log, metrics } = deps;
+  // A cluster's control node (TETHER_NATS_URL): the relay reaches every node, presence goes
+  // through the table of which node holds which agent.
+  const control = config.natsUrl === undefined ? undefined : controlNode(config, deps, () => api);
   // `broker` exists before any call comes through this port.
-  const relay: RelayPort = {
-    sessionOpened: (s) => broker.sessionOpened(s),
-    sessionClosed: (s) => broker.sessionClosed(s, s.close_reason ?? 'closed'),
-    deviceDeleted: (id) => broker.deviceDeleted(id),
-    tokenRevoked: (id) => broker.tokenRevoked(id),
-  };
+  const relay: RelayPort = control
+    ? {
+        sessionOpened: (s) => control.relay.sessionOpened(s),
+        sessionClosed: (s) => control.relay.sessionClosed(s, s.close_reason ?? 'closed'),
+        deviceDeleted: (id) => control.relay.deviceDeleted(id),
+        tokenRevoked: (id) => control.relay.tokenRevoked(id),
+        available: () => control.relay.available(),
+      }
+    : {
+        sessionOpened: (s) => broker.sessionOpened(s),
+        sessionClosed: (s) => broker.sessionClosed(s, s.close_reason ?? 'closed'),
+        deviceDeleted: (id) => broker.deviceDeleted(id),
+        tokenRevoked: (id) => broker.tokenRevoked(id),
+      };
   const api = createApi({
     store,
     relay,
@@ -105,14 +119,51 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
     now,
     heartbeatMs: config.heartbeat_ms,
     authenticateAgent: (deviceId, token) => api.identity.deviceOfAgentToken(token) === deviceId,
-    presence: api.presence,
+    presence: control?.presence ?? api.presence,
     authorizeStream: api.authorizeStream,
     recordBytes: api.recordBytes,
     joinTimeoutMs: deps.joinTimeoutMs,
     recordings: api.recordings,
     allowedOrigins: config.console_origins,
+    routeStream: control?.routeStream,
+    onStreamRefusedElsewhere: control?.onStreamRefusedElsewhere,
   });
-  return { api, broker };
+  return { api, broker, control };
+}
+
+/** The control node of a cluster: answers the edges from the API (which exists once `api()` is called). */
+function controlNode(config: Readonly<ServerConfig>, deps: WireDeps, api: () => Api): Control {
+  const nodeId = `control-${randomBase32(8)}`;
+  const log = deps.log.child({ component: 'cluster', node_id: nodeId });
+  const bus = createBus({
+    url: config.natsUrl!,
+    name: `tether-${nodeId}`,
+    log,
+    onUp: () => control.busUp(),
+    onDown: () => control.busDown(),
+  });
+  const control = createControl({
+    bus,
+    nodeId,
+    publicUrl: deps.publicUrl(),
+    heartbeatMs: config.heartbeat_ms,
+    log,
+    metrics: deps.metrics,
+    now: deps.now,
+    api: {
+      authenticateAgent: (deviceId, token) => api().identity.deviceOfAgentToken(token) === deviceId,
+      authorizeStream: (sessionId, credentials) => api().authorizeStream(sessionId, credentials),
+      presence: {
+        apply: (changes) => api().presence.apply(changes),
+        onlineIds: () => api().presence.onlineIds(),
+        seen: (lastSeen) => api().presence.seen(lastSeen),
+      },
+      recordBytes: (counts) => api().recordBytes(counts),
+      recordings: { start: (grant, streamId) => api().recordings.start(grant, streamId) },
+    },
+  });
+  log.info('this server is the control node of a cluster', { nats_url: redactedUrl(config.natsUrl!) });
+  return control;
 }
 
 export async function startServer(config: Readonly<ServerConfig>, options: ServerOptions = {}): Promise<RunningServer> {
@@ -132,11 +183,13 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
   let tokenFile: string | undefined;
   try {
     store = openStore(config.data_dir);
-    store.devices.markAllOffline(); // no agent is connected to a server that just started
+    // No agent is connected to a server that just started; a cluster's control node learns from
+    // the edges which ones still are (the rest go offline after the heartbeat deadline).
+    if (config.natsUrl === undefined) store.devices.markAllOffline();
     const metrics = createMetrics();
     const escaped = metrics.counter('tether_uncaught_errors_total', 'Errors that escaped every handler (a bug: please report it).');
     if (options.guardProcess) unguard = guardProcess(log, (kind) => escaped.inc({ kind }));
-    const { api, broker } = (parts = wire(store, config, { now, log, metrics, publicUrl: () => config.publicUrl ?? url, joinTimeoutMs: options.joinTimeoutMs }));
+    const { api, broker, control } = (parts = wire(store, config, { now, log, metrics, publicUrl: () => config.publicUrl ?? url, joinTimeoutMs: options.joinTimeoutMs }));
     tokenFile = bootstrapAdmin(store, api.identity, config.data_dir, config.bootstrap_token, now);
     if (tokenFile) print(`created user admin (administrator); its token is in ${tokenFile}`);
     api.start();
@@ -145,10 +198,12 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
       else socket.destroy();
     });
     held.ready(api.callback(), (req, socket, head) => broker.handleUpgrade(req, socket, head));
+    control?.start(broker);
   } catch (err) {
     held.fail();
     await closeHttp(server);
     await parts?.broker.close();
+    await parts?.control?.close();
     parts?.api.shutdown();
     await parts?.api.drain();
     store?.close();
@@ -162,7 +217,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     url,
     port,
     adminTokenFile: tokenFile,
-    stop: stopOnce(server, parts.api, parts.broker, store, log, unguard),
+    stop: stopOnce(server, parts.api, parts.broker, parts.control, store, log, unguard),
   };
 }
 
@@ -177,6 +232,7 @@ function stopOnce(
   server: Server,
   api: Api,
   broker: ReturnType<typeof createBroker>,
+  control: Control | undefined,
   store: Store,
   log: Logger,
   unguard: () => void,
@@ -189,6 +245,7 @@ function stopOnce(
       server.closeIdleConnections();
       const sessionsClosed = api.shutdown();
       await broker.close();
+      await control?.close(); // the last presence written, the bus closed
       server.closeAllConnections();
       await closed;
       await api.drain();

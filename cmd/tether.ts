@@ -27,11 +27,30 @@ async function runServer(configFile: string | undefined): Promise<void> {
   // Koa, SQLite and the broker.
   const { startServer } = await import('./server');
   const server = await startServer(config, { guardProcess: true });
-  await new Promise<void>((resolve) => {
+  await untilSignalled(() => server.stop());
+}
+
+async function runBroker(configFile: string | undefined): Promise<void> {
+  const { ConfigError, loadBrokerConfig } = await import('./server-config');
+  let config;
+  try {
+    config = loadBrokerConfig(process.env, configFile);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  const { startBrokerNode } = await import('./broker-node');
+  const node = await startBrokerNode(config, { guardProcess: true });
+  await untilSignalled(() => node.stop());
+}
+
+/** Resolves once `stop` has run after SIGTERM or SIGINT; a second signal exits at once. */
+function untilSignalled(stop: () => Promise<void>): Promise<void> {
+  return new Promise<void>((resolve) => {
     let signals = 0;
     const onSignal = () => {
       if (++signals > 1) process.exit(1);
-      void server.stop().then(resolve);
+      void stop().then(resolve);
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
@@ -49,6 +68,15 @@ program
   .option('--config <file>', 'YAML file of settings (names lower-cased without TETHER_)')
   .action(async (opts: { config?: string }) => {
     await runServer(opts.config);
+    process.exit(0);
+  });
+
+program
+  .command('broker')
+  .description('run an edge node of a cluster: agents and session streams, no database (needs TETHER_NATS_URL and TETHER_PUBLIC_URL)')
+  .option('--config <file>', 'YAML file of settings (names lower-cased without TETHER_)')
+  .action(async (opts: { config?: string }) => {
+    await runBroker(opts.config);
     process.exit(0);
   });
 

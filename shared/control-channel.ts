@@ -97,6 +97,12 @@ export const streamOpenMessage = z.object({
   protocol: sessionProtocolSchema,
   expires_at: z.string(),
   targets: z.optional(z.array(z.string()).check(z.maxLength(8))),
+  /**
+   * Where to dial the data stream when it is not the server this control channel goes to: the
+   * public URL of the cluster node the client joined (docs/cluster.md). An agent connected over
+   * TLS dials it only over TLS.
+   */
+  url: z.optional(z.string().check(z.maxLength(2048))),
 });
 
 export const brokerToAgentMessage = z.discriminatedUnion('type', [

@@ -9,6 +9,8 @@ import type { Problem } from './zod-issues';
 
 export type SettingOwner =
   | 'server'
+  /** `tether broker`, an edge node of a cluster. */
+  | 'broker'
   | 'agent'
   | 'client'
   /** Named for a coming feature (its name is fixed already), read by nothing yet. */
@@ -18,18 +20,18 @@ export const ENV_PREFIX = 'TETHER_';
 
 /** Every known variable and who reads it. */
 export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> = Object.freeze({
-  TETHER_LISTEN: ['server'],
+  TETHER_LISTEN: ['server', 'broker'],
   TETHER_DATA_DIR: ['server'],
-  TETHER_PUBLIC_URL: ['server'],
+  TETHER_PUBLIC_URL: ['server', 'broker'],
   TETHER_BOOTSTRAP_TOKEN: ['server'],
   TETHER_DEPLOY_RUNTIME: ['server'],
   TETHER_SIM_REPLICA_MS: ['server'],
-  TETHER_LOG_LEVEL: ['server', 'agent'],
+  TETHER_LOG_LEVEL: ['server', 'broker', 'agent'],
   TETHER_LOG_FORMAT: ['agent'],
-  TETHER_HEARTBEAT_MS: ['server'],
-  TETHER_HEADERS_TIMEOUT_MS: ['server'],
-  TETHER_REQUEST_TIMEOUT_MS: ['server'],
-  TETHER_CONSOLE_ORIGINS: ['server'],
+  TETHER_HEARTBEAT_MS: ['server', 'broker'],
+  TETHER_HEADERS_TIMEOUT_MS: ['server', 'broker'],
+  TETHER_REQUEST_TIMEOUT_MS: ['server', 'broker'],
+  TETHER_CONSOLE_ORIGINS: ['server', 'broker'],
   TETHER_SERVER: ['agent', 'client'],
   TETHER_DEVICE_ID: ['agent'],
   TETHER_DEVICE_TOKEN: ['agent'],
@@ -46,7 +48,7 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
   // run inside a remote shell finds it in its environment.
   TETHER_EXIT_NONCE: ['agent'],
   TETHER_TOKEN: ['client'],
-  TETHER_NATS_URL: ['reserved'],
+  TETHER_NATS_URL: ['server', 'broker'],
   TETHER_RECORD_SHELL: ['server'],
   TETHER_RECORD_INPUT: ['server'],
   TETHER_RECORDING_MAX_BYTES: ['server'],

@@ -9,7 +9,7 @@ import { build, type Metafile } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(__dirname, '..');
-const ROLES = ['agent', 'broker', 'api', 'cli', 'shared', 'console'] as const;
+const ROLES = ['agent', 'broker', 'api', 'cli', 'shared', 'console', 'cluster'] as const;
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -101,7 +101,7 @@ describe('docs/cli.md', () => {
       c.commands.length > 0 ? c.commands.map((sub) => `${c.name()} ${sub.name()}`) : [c.name()],
     );
     const documented = firstColumn(doc('cli.md'), '## Commands').map((cmd) => cmd.replace(/^tether /, ''));
-    for (const name of [...names, 'server', 'agent']) {
+    for (const name of [...names, 'server', 'agent', 'broker']) {
       expect(documented.some((d) => d === name || d.startsWith(`${name} `)), name).toBe(true);
     }
   });

@@ -53,6 +53,7 @@ const FROM_API: Record<ApiError['code'], FleetCode> = {
   target_not_allowed: 'VALIDATION_ERROR',
   rate_limited: 'RATE_LIMITED',
   internal_error: 'INTERNAL_ERROR',
+  unavailable: 'INTERNAL_ERROR', // never met on a fleet path: fleet groups do not reach devices
 };
 
 /** An error met on a fleet path, as the fleet interface names it. */

@@ -142,12 +142,20 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
   }
 
   return {
-    /** Opens a session; checks run in the documented order: 403, 404, 422, 409. */
+    /** Opens a session; checks run in the documented order: 403, 404, 503, 422, 409. */
     open(principal: Principal, req: OpenRequest): SessionRow {
       const minimum = PROTOCOL_MIN_ROLE[req.protocol];
       requireAccess(principal, 'sessions:write', minimum, `opening a ${req.protocol} session`);
       const device = store.devices.get(req.device_id);
       if (!device) throw notFound(`no device ${req.device_id}`);
+      if (relay.available?.() === false) {
+        throw new ApiError(
+          'unavailable',
+          'the cluster bus (NATS) is unreachable, so no device can be reached now; retry once it is back',
+          undefined,
+          { 'Retry-After': '5' },
+        );
+      }
       if (device.agent_status !== 'online') {
         throw new ApiError(
           'unprocessable_entity',

@@ -34,6 +34,11 @@ const toDevice = (row: DeviceRow): Device => ({
 
 const COLUMNS = 'device_id, agent_status, last_seen_at, labels, agent_version, created_at, forward_allow';
 
+/** A change of an agent's presence, as a batch of them records it. */
+export type PresenceChange =
+  | { kind: 'online'; deviceId: string; agentVersion: string | null; forwardAllow: readonly string[] | null; at: string }
+  | { kind: 'offline'; deviceId: string; at: string };
+
 export interface DeviceQuery {
   agent_status?: AgentStatus | undefined;
   limit: number;
@@ -63,6 +68,7 @@ export function createDeviceRepo(db: Db) {
   );
   const seen = db.prepare<[string, string]>('UPDATE devices SET last_seen_at = ? WHERE device_id = ?');
   const allOffline = db.prepare("UPDATE devices SET agent_status = 'offline' WHERE agent_status = 'online'");
+  const onlineIds = db.prepare<[], { device_id: string }>("SELECT device_id FROM devices WHERE agent_status = 'online'");
   const onlineCount = db.prepare<[], { n: number }>(
     "SELECT COUNT(*) AS n FROM devices WHERE agent_status = 'online'",
   );
@@ -96,6 +102,15 @@ export function createDeviceRepo(db: Db) {
     markSeen: db.transaction((seenAt: Map<string, string>): void => {
       for (const [deviceId, at] of seenAt) seen.run(at, deviceId);
     }),
+    /** Records many presence changes in one transaction (a cluster's control node, thousands a second). */
+    applyPresence: db.transaction((changes: readonly PresenceChange[]): void => {
+      for (const c of changes) {
+        if (c.kind === 'online') online.run(c.agentVersion, c.forwardAllow === null ? null : JSON.stringify(c.forwardAllow), c.at, c.deviceId);
+        else offline.run(c.at, c.deviceId);
+      }
+    }),
+    /** The devices the database holds online. */
+    onlineIds: (): string[] => onlineIds.all().map((r) => r.device_id),
     /** At start-up no agent is connected yet, whatever the database says. */
     markAllOffline: (): number => allOffline.run().changes,
     onlineCount: (): number => onlineCount.get()!.n,

@@ -4,6 +4,21 @@ import { loadAgentConfig, logSettings } from '../../../agent/config';
 
 const base = { TETHER_SERVER: 'http://127.0.0.1:8080', TETHER_DEVICE_ID: 'laptop', TETHER_DEVICE_TOKEN: 't', TETHER_STATE_DIR: '/tmp/x' };
 
+describe('servers', () => {
+  it('takes several, comma-separated, in order and without repeats, each with its two paths', () => {
+    const config = loadAgentConfig({ server: 'http://a:8081, https://b.example/tether/,http://a:8081' }, base);
+    expect(config.servers).toEqual([
+      { connectUrl: 'ws://a:8081/v1/agent/connect', streamUrl: 'ws://a:8081/v1/agent/stream' },
+      { connectUrl: 'wss://b.example/tether/v1/agent/connect', streamUrl: 'wss://b.example/tether/v1/agent/stream' },
+    ]);
+  });
+
+  it('refuses a list with anything but URLs in it', () => {
+    expect(() => loadAgentConfig({ server: 'http://a:8081,b:8082' }, base)).toThrow(/server: must be an http\(s\):\/\/ or ws\(s\):\/\/ URL, or several comma-separated/);
+    expect(() => loadAgentConfig({ server: ' , ' }, base)).toThrow(/server: must be/);
+  });
+});
+
 describe('logSettings', () => {
   it('is text at warn on a terminal, JSON at info elsewhere', () => {
     const config = loadAgentConfig({}, base);

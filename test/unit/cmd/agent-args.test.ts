@@ -17,6 +17,11 @@ function usageError(args: string[], command = viaTether): string {
 }
 
 describe('parseAgentArgs', () => {
+  it('takes --server repeated, joined with commas as the variable holds several', () => {
+    const parsed = parseAgentArgs(['--server', 'http://a:8081', '--server=http://b:8082', '--device-id', 'd'], viaTether);
+    expect(parsed).toMatchObject({ kind: 'run', flags: { server: 'http://a:8081,http://b:8082', deviceId: 'd' } });
+  });
+
   it('reads every option, in both --flag value and --flag=value forms', () => {
     const parsed = parseAgentArgs(
       ['--server', 'http://b:8080', '--device-id=dev-1', '--token', 't', '--files-root', '/srv', '--log-dirs', '/a:/b', '--max-sessions', '4', '--max-upload-bytes=9', '--state-dir', '/st'],

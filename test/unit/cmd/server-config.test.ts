@@ -2,7 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadServerConfig, SETTING_NAMES } from '../../../cmd/server-config';
+import { BROKER_SETTING_NAMES, ConfigError, loadBrokerConfig, loadServerConfig, SETTING_NAMES } from '../../../cmd/server-config';
 import { settingsOf } from '../../../shared/settings-names';
 import { tempDir } from '../../helpers/stack';
 
@@ -96,15 +96,43 @@ describe('unknown settings', () => {
 
   it('names the closest key in a config file, and says whose a key of another component is', () => {
     const file = join(tempDir(), 'typos.yaml');
-    writeFileSync(file, 'log_lvl: debug\nserver: http://x\nnats_url: nats://x\nTETHER_LISTEN: 127.0.0.1:0\n');
+    writeFileSync(file, 'log_lvl: debug\nserver: http://x\nnats_url: http://x\nTETHER_LISTEN: 127.0.0.1:0\n');
     const message = messageOf({}, file);
     expect(message).toContain('log_lvl (TETHER_LOG_LVL): unknown setting; did you mean log_level?');
     expect(message).toContain('server (TETHER_SERVER): a setting of the agent and the client, not of tether server');
-    expect(message).toContain('nats_url (TETHER_NATS_URL): reserved for a coming feature');
+    expect(message).toContain('nats_url (TETHER_NATS_URL): must be nats://host:port');
     expect(message).toMatch(/^ {2}TETHER_LISTEN: unknown setting; did you mean listen\?$/m);
   });
 
   it('knows each of its settings in the shared list, as the server', () => {
     expect(SETTING_NAMES.map((n) => `TETHER_${n.toUpperCase()}`).sort()).toEqual(settingsOf('server').sort());
+  });
+});
+
+describe('loadBrokerConfig', () => {
+  it('needs the bus and the public URL, and says so', () => {
+    let message = '';
+    try {
+      loadBrokerConfig({});
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/^invalid broker settings:/);
+    expect(message).toContain('public_url (TETHER_PUBLIC_URL): is required');
+    expect(message).toContain('nats_url (TETHER_NATS_URL): is required');
+  });
+
+  it('reads an edge node\'s settings, and refuses the server\'s data settings as not its own', () => {
+    const c = loadBrokerConfig({ TETHER_NATS_URL: 'nats://u:p@127.0.0.1:4222', TETHER_PUBLIC_URL: 'http://edge-1:8081/', TETHER_LISTEN: '0.0.0.0:8081' });
+    expect(c).toMatchObject({ host: '0.0.0.0', port: 8081, publicUrl: 'http://edge-1:8081', natsUrl: 'nats://u:p@127.0.0.1:4222', heartbeat_ms: 20_000 });
+    const file = join(tempDir(), 'edge.yaml');
+    writeFileSync(file, 'data_dir: /d\n');
+    expect(() => loadBrokerConfig({ TETHER_NATS_URL: 'nats://x:4222', TETHER_PUBLIC_URL: 'http://e' }, file)).toThrow(
+      'data_dir (TETHER_DATA_DIR): a setting of the server, not of tether broker',
+    );
+  });
+
+  it('knows each of its settings in the shared list, as the broker', () => {
+    expect(BROKER_SETTING_NAMES.map((n) => `TETHER_${n.toUpperCase()}`).sort()).toEqual(settingsOf('broker').sort());
   });
 });

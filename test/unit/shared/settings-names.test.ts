@@ -22,7 +22,7 @@ function sourceFiles(dir: string): string[] {
 describe('KNOWN_SETTINGS', () => {
   it('holds every TETHER_ variable the source names', () => {
     const missing: string[] = [];
-    for (const dir of ['agent', 'broker', 'api', 'cli', 'cmd', 'shared']) {
+    for (const dir of ['agent', 'broker', 'api', 'cli', 'cluster', 'cmd', 'shared']) {
       for (const file of sourceFiles(join(root, dir))) {
         // Names of variables, in quotes, backticks or env.X (not TETHER_VERSION-like constants).
         for (const m of readFileSync(file, 'utf8').matchAll(/(?:['"`]|env\.)(TETHER_[A-Z0-9_]+)/g)) {

@@ -1,0 +1,301 @@
+/**
+ * Brokers on several nodes joined by NATS (docs/cluster.md), all real processes on 127.0.0.1: a
+ * nats-server from the system's packages, a control node, two edges and a device agent. The
+ * tests run in order on one cluster, as an operator would live through them.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as tar from 'tar-stream';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { client } from '../helpers/http';
+import { metric, onNode, startCluster, type Cluster, type Node } from '../helpers/cluster';
+import { startProcess, type Proc } from '../helpers/processes';
+import { tempDir } from '../helpers/stack';
+import { connectStream } from '../helpers/stream';
+import { waitFor } from '../helpers/wait';
+
+const MiB = 1024 * 1024;
+const HEARTBEAT_MS = 1_500;
+/** Two missed heartbeats (docs/cluster.md): how long an agent may be gone before it is offline. */
+const DEADLINE_MS = 2 * HEARTBEAT_MS;
+
+let cluster: Cluster;
+let edgeA: Node;
+let edgeB: Node;
+let agent: Proc;
+const root = tempDir('tether-cluster-root-');
+
+const status = async (deviceId: string) => (await cluster.admin.get(`/v1/devices/${deviceId}`)).body.data.agent_status as string;
+
+async function openSession(protocol: string, token?: string) {
+  const api = token ? client(cluster.control.url, token) : cluster.admin;
+  const reply = await api.post('/v1/remote-access/sessions', { device_id: 'edge-dev', protocol });
+  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+  return reply.body.data as { session_id: string; websocket_url: string };
+}
+
+/** The SHA-256 of the one file a downloaded tar archive holds. */
+async function digestOfArchive(archive: Buffer): Promise<{ name: string; sha256: string; size: number }> {
+  const extract = tar.extract();
+  const found: Array<{ name: string; sha256: string; size: number }> = [];
+  extract.on('entry', (header, stream, next) => {
+    const hash = createHash('sha256');
+    let size = 0;
+    stream.on('data', (c: unknown) => {
+      hash.update(c as Buffer);
+      size += (c as Buffer).length;
+    });
+    stream.on('end', () => {
+      found.push({ name: header.name, sha256: hash.digest('hex'), size });
+      next();
+    });
+  });
+  const done = new Promise<void>((resolve, reject) => {
+    extract.on('finish', resolve);
+    extract.on('error', reject);
+  });
+  extract.end(archive);
+  await done;
+  expect(found).toHaveLength(1);
+  return found[0]!;
+}
+
+beforeAll(async () => {
+  cluster = await startCluster({ edges: 2, heartbeatMs: HEARTBEAT_MS });
+  [edgeA, edgeB] = cluster.edges as [Node, Node];
+  const device = (await cluster.admin.post('/v1/devices', { device_id: 'edge-dev' })).body.data;
+  // The agent knows both edges; it starts on the first.
+  agent = startProcess(['agent', '--server', edgeA.url, '--server', edgeB.url, '--device-id', 'edge-dev', '--no-warm-shell'], {
+    TETHER_DEVICE_TOKEN: device.agent_token,
+    TETHER_FILES_ROOT: root,
+    TETHER_LOG_LEVEL: 'info',
+  });
+  await waitFor(async () => ((await status('edge-dev')) === 'online' ? true : undefined), 'the agent online through edge A', 15_000);
+}, 60_000);
+
+// A test that failed half-way leaves no session open to the next one.
+beforeEach(async () => {
+  const open = (await cluster.admin.get('/v1/remote-access/sessions?device_id=edge-dev&status=open')).body.data as Array<{ session_id: string }>;
+  for (const s of open) await cluster.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+});
+
+afterAll(async () => {
+  await agent?.stop();
+  await cluster?.stop();
+});
+
+describe('a cluster of one control node and two edges', () => {
+  it('nodes say who they are: the edge logs its node id, answers /healthz and /metrics, and sends the API to the control node', async () => {
+    expect(edgeA.proc.stdout.some((l) => /^node id edge-[a-z0-9]+$/.test(l))).toBe(true);
+    const health = await (await fetch(`${edgeA.url}/healthz`)).json();
+    expect(health).toMatchObject({ status: 'ok', role: 'edge', nats: 'connected' });
+    expect(await metric(edgeA.url, 'tether_agents_online')).toBe(1);
+    expect(await metric(edgeB.url, 'tether_agents_online')).toBe(0);
+    expect(await metric(cluster.control.url, 'tether_cluster_nodes')).toBe(3);
+    const api = await fetch(`${edgeA.url}/v1/devices`);
+    expect(api.status).toBe(404);
+    expect(await api.json()).toMatchObject({ error: 'not_found', message: expect.stringContaining('the API is on the control node') });
+  });
+
+  it('an agent on edge A serves a shell and a 100 MiB download to a client on edge B, spliced on B, byte for byte', async () => {
+    const shell = await openSession('shell');
+    const stream = connectStream(onNode(shell.websocket_url, edgeB.url));
+    await stream.opened;
+    stream.send(Buffer.from('echo cluster-$((40+2))\n'));
+    await stream.waitForOutput(/cluster-42/);
+    stream.ws.close(1000);
+    await stream.closed;
+
+    const content = randomBytes(100 * MiB);
+    writeFileSync(join(root, 'big.bin'), content);
+    const transfer = await openSession('file-transfer');
+    const bytesBefore = await metric(edgeB.url, 'tether_tunnel_bytes_total');
+    const files = connectStream(onNode(transfer.websocket_url, edgeB.url));
+    await files.opened;
+    const start = await files.request('download', { path: 'big.bin' });
+    expect(start.ok).toBe(true);
+    await files.waitForMessage((m) => m.id === start.id && m.done === true, 60_000);
+    const got = await digestOfArchive(files.received());
+    expect(got).toEqual({ name: 'big.bin', size: 100 * MiB, sha256: createHash('sha256').update(content).digest('hex') });
+    // The bytes went through B (where the client is) and never through A (where the agent's control channel is).
+    expect((await metric(edgeB.url, 'tether_tunnel_bytes_total')) - bytesBefore).toBeGreaterThan(100 * MiB);
+    expect(await metric(edgeA.url, 'tether_tunnel_bytes_total')).toBe(0);
+    files.ws.close(1000);
+    await files.closed;
+    // The byte counts reach the session record on the control node.
+    await waitFor(async () => {
+      const s = (await cluster.admin.get(`/v1/remote-access/sessions/${transfer.session_id}`)).body.data;
+      return s.bytes_from_device > 100 * MiB ? s : undefined;
+    }, 'byte counts from the edge', 10_000);
+    await cluster.admin.del(`/v1/remote-access/sessions/${transfer.session_id}`);
+    await cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
+  }, 90_000);
+
+  it('records a shell spliced on an edge on the control node', async () => {
+    const shell = await openSession('shell');
+    const stream = connectStream(onNode(shell.websocket_url, edgeB.url));
+    await stream.opened;
+    stream.send(Buffer.from('echo recorded-$((6*7))\n'));
+    await stream.waitForOutput(/recorded-42/);
+    stream.ws.close(1000);
+    await stream.closed;
+    await cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
+    await waitFor(
+      async () => (await cluster.admin.get(`/v1/remote-access/sessions/${shell.session_id}`)).body.data.recording?.in_progress === false || undefined,
+      'the recording to finish',
+      10_000,
+    );
+    const text = await waitFor(async () => {
+      const r = await fetch(`${cluster.control.url}/v1/remote-access/sessions/${shell.session_id}/recording?format=text`, {
+        headers: { authorization: `Bearer ${cluster.adminToken}` },
+      });
+      return r.status === 200 ? await r.text() : undefined;
+    }, 'the recording', 10_000);
+    expect(text).toContain('recorded-42');
+  });
+
+  it('revoking a token closes the streams it joined on every node, and its cached grant admits no one', async () => {
+    const second = (await cluster.admin.post('/v1/tokens', { username: 'admin' })).body.data;
+    const shell = await openSession('shell');
+    const diag = await openSession('diagnostics');
+    const bearer = { authorization: `Bearer ${second.token}` };
+    const pathOf = (u: string) => u.split('?')[0]!;
+    const onB = connectStream(onNode(pathOf(shell.websocket_url), edgeB.url), bearer);
+    const onControl = connectStream(onNode(pathOf(diag.websocket_url), cluster.control.url), bearer);
+    await Promise.all([onB.opened, onControl.opened]);
+    onB.send(Buffer.from('echo before-revoke\n'));
+    await onB.waitForOutput(/before-revoke/);
+    expect((await cluster.admin.del(`/v1/tokens/${second.token_id}`)).status).toBe(200);
+    expect(await onB.closed).toMatchObject({ code: 4401 });
+    expect(await onControl.closed).toMatchObject({ code: 4401 });
+    const again = connectStream(onNode(pathOf(shell.websocket_url), edgeB.url), bearer);
+    expect((await again.closed).code).toBe(4401);
+    await cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
+    await cluster.admin.del(`/v1/remote-access/sessions/${diag.session_id}`);
+  });
+
+  it('SIGKILL of edge A: the agent is online through B within the backoff ceiling, never offline longer than the deadline', async () => {
+    const seen: Array<{ at: number; status: string }> = [];
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        seen.push({ at: performance.now(), status: await status('edge-dev') });
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const killedAt = performance.now();
+    edgeA.proc.kill('SIGKILL');
+    await waitFor(async () => ((await metric(edgeB.url, 'tether_agents_online')) === 1 ? true : undefined), 'the agent on edge B', 30_000);
+    const movedAfter = performance.now() - killedAt;
+    // Past the deadline: the control node has given A up by now.
+    await waitFor(async () => ((await metric(cluster.control.url, 'tether_cluster_nodes')) === 2 ? true : undefined), 'edge A given up', 10_000);
+    await new Promise((r) => setTimeout(r, 500));
+    watching = false;
+    await watcher;
+    expect(movedAfter).toBeLessThan(30_000);
+    let longestOffline = 0;
+    let offlineSince: number | undefined;
+    for (const s of seen) {
+      if (s.status === 'offline') offlineSince ??= s.at;
+      else if (offlineSince !== undefined) {
+        longestOffline = Math.max(longestOffline, s.at - offlineSince);
+        offlineSince = undefined;
+      }
+    }
+    expect(offlineSince, 'offline at the end').toBeUndefined();
+    expect(longestOffline).toBeLessThanOrEqual(DEADLINE_MS);
+    expect(seen.at(-1)!.status).toBe('online');
+    // A new edge takes A's place (for the tests that follow), and the device serves through B.
+    edgeA = await cluster.startEdge(edgeA.port);
+    const shell = await openSession('shell');
+    const stream = connectStream(onNode(shell.websocket_url, edgeB.url));
+    await stream.opened;
+    stream.send(Buffer.from('echo after-failover\n'));
+    await stream.waitForOutput(/after-failover/);
+    stream.ws.close(1000);
+    await stream.closed;
+    await cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
+  }, 60_000);
+
+  it('presence follows the agent that moves from one edge to another, without a moment offline', async () => {
+    // The agent is on B; B stops (SIGTERM): the agent moves to A, a late disconnect from B changes nothing.
+    const seen: string[] = [];
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        seen.push(await status('edge-dev'));
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    })();
+    await edgeB.proc.stop();
+    await waitFor(async () => ((await metric(edgeA.url, 'tether_agents_online')) === 1 ? true : undefined), 'the agent on edge A', 30_000);
+    await new Promise((r) => setTimeout(r, DEADLINE_MS + 1_000));
+    watching = false;
+    await watcher;
+    expect(seen.at(-1)).toBe('online');
+    // Offline only if the agent took longer than the deadline to come back; it should not.
+    expect(seen.filter((s) => s === 'offline').length * 25).toBeLessThanOrEqual(DEADLINE_MS);
+    edgeB = await cluster.startEdge(edgeB.port);
+  }, 60_000);
+
+  it('NATS killed mid-stream: the stream goes on, opening a session answers 503, and everything recovers once it is back', async () => {
+    const shell = await openSession('shell');
+    // The client on edge B, the agent on edge A: the splice is on B.
+    const stream = connectStream(onNode(shell.websocket_url, edgeB.url));
+    await stream.opened;
+    stream.send(Buffer.from('echo before-outage\n'));
+    await stream.waitForOutput(/before-outage/);
+
+    await cluster.nats.kill();
+    // Session opens are rate-limited (30 a minute): ask once the control node knows the bus is away.
+    await waitFor(async () => ((await metric(cluster.control.url, 'tether_cluster_bus_up')) === 0 ? true : undefined), 'the control node off the bus');
+    const refused = await cluster.admin.post('/v1/remote-access/sessions', { device_id: 'edge-dev', protocol: 'diagnostics' });
+    expect(refused.status).toBe(503);
+    expect(refused.body).toMatchObject({ error: 'unavailable', status: 503, message: expect.stringContaining('NATS') });
+    expect(refused.headers.get('retry-after')).toBe('5');
+    stream.send(Buffer.from('echo during-outage\n'));
+    await stream.waitForOutput(/during-outage/);
+
+    await cluster.nats.restart();
+    for (const node of [cluster.control, edgeA, edgeB]) {
+      await waitFor(async () => ((await metric(node.url, 'tether_cluster_bus_up')) === 1 ? true : undefined), 'every node back on the bus', 20_000);
+    }
+    const reopened = await cluster.admin.post('/v1/remote-access/sessions', { device_id: 'edge-dev', protocol: 'diagnostics' });
+    expect(reopened.status, JSON.stringify(reopened.body)).toBe(201);
+    const diag = reopened.body.data;
+    stream.send(Buffer.from('echo after-outage\n'));
+    await stream.waitForOutput(/after-outage/);
+    // A new stream through another edge: the edges are back on the bus.
+    const d = connectStream(onNode(diag.websocket_url, edgeB.url));
+    await d.opened;
+    expect((await d.request('system.info')).ok).toBe(true);
+    expect(await status('edge-dev')).toBe('online');
+    d.ws.close(1000);
+    stream.ws.close(1000);
+    await Promise.all([d.closed, stream.closed]);
+    await cluster.admin.del(`/v1/remote-access/sessions/${diag.session_id}`);
+    await cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
+  }, 60_000);
+
+  it('control node restarted: edges keep their agents and resend their presence; the device never goes offline', async () => {
+    await cluster.control.proc.stop();
+    await cluster.restartControl();
+    const seen: string[] = [];
+    const until = performance.now() + DEADLINE_MS + 1_500;
+    while (performance.now() < until) {
+      seen.push(await status('edge-dev'));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(seen.every((s) => s === 'online'), seen.join(',')).toBe(true);
+    expect(await metric(cluster.control.url, 'tether_cluster_nodes')).toBe(3);
+    expect(await metric(cluster.control.url, 'tether_cluster_agents')).toBe(1);
+    const shell = await openSession('shell');
+    const stream = connectStream(onNode(shell.websocket_url, edgeB.url));
+    await stream.opened;
+    stream.send(Buffer.from('echo after-restart\n'));
+    await stream.waitForOutput(/after-restart/);
+    stream.ws.close(1000);
+    await stream.closed;
+  }, 60_000);
+});

@@ -10,6 +10,7 @@ import { cpus, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { apiBench } from './api';
 import { capacityBench } from './capacity';
+import { clusterBench } from './cluster';
 import { consoleBench } from './console';
 import { forwardBench } from './forward';
 import { recordingBench } from './recording';
@@ -25,6 +26,7 @@ const out = process.argv.find((a) => a.startsWith('--out='))?.slice(6) ?? resolv
 
 const MiB = 1024 * 1024;
 const agentsArg = Number(process.argv.find((a) => a.startsWith('--agents='))?.slice(9));
+const clusterAgentsArg = Number(process.argv.find((a) => a.startsWith('--cluster-agents='))?.slice(17));
 // As many agents as one process's open-files limit allows, less room for the server's own files.
 const defaultAgents = Math.max(15_000, Math.min(19_000, fdLimit() - 1000));
 const plan = quick
@@ -74,6 +76,16 @@ async function main(): Promise<void> {
     } finally {
       await fresh.stop();
     }
+  }
+  if (wanted('cluster')) {
+    // Nodes of their own, after everything else: 50,000 agents take the machine.
+    results.push(
+      ...(await clusterBench(
+        quick
+          ? { agents: 60, killed: 20, bytes: 8 * MiB, repeats: 1, heartbeatMs: 1_000 }
+          : { agents: clusterAgentsArg || 50_000, killed: 15_000, bytes: 1024 * MiB, repeats: 3, heartbeatMs: 20_000 },
+      )),
+    );
   }
   printTable(results);
   const misses = results.filter((r) => r.met === false).length;

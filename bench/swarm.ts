@@ -107,10 +107,12 @@ if (mode === 'relay') {
   control.on('message', (data) => {
     const msg = JSON.parse(data.toString());
     if (msg.type !== 'stream.open') return;
-    const ws = new WebSocket(`${url!.replace('http', 'ws')}${AGENT_STREAM_PATH}`, AGENT_SUBPROTOCOL, {
+    // In a cluster the stream may wait on another node (docs/cluster.md): dial where it says.
+    const base = (msg.url as string | undefined) ?? url!;
+    const ws = new WebSocket(`${base.replace('http', 'ws')}${AGENT_STREAM_PATH}`, AGENT_SUBPROTOCOL, {
       headers: { ...headers, 'x-tether-stream-id': msg.stream_id },
       perMessageDeflate: false,
-      ...maskingFor(url!), // as the real agent masks its frames
+      ...maskingFor(base), // as the real agent masks its frames
     });
     ws.on('open', () => pump(ws, Number(bytes), () => ws.close()));
   });

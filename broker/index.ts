@@ -118,6 +118,7 @@ export function createBroker(deps: BrokerDeps) {
 
     /** The agents connected here. */
     agents: (): IterableIterator<AgentEntry<unknown>> => agents.registry.entries(),
+    agentCount: (): number => agents.registry.size,
 
     /** Disconnects every agent (a node cut from its cluster lets them move to another node). */
     disconnectAgents: (code: number, reason: string): void => agents.disconnectAll(code, reason),

@@ -131,7 +131,7 @@ export function createEdge(deps: EdgeDeps) {
     try {
       const reply = await bus.request(
         SUBJECTS.node,
-        { node_id: nodeId, url: deps.publicUrl, agents: [...broker.agents()].length, streams: 0 },
+        { node_id: nodeId, url: deps.publicUrl, agents: broker.agentCount() },
         nodeHeartbeatReply,
       );
       if (reply.control_id !== controlId) {

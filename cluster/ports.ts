@@ -23,6 +23,7 @@ export interface LocalBroker {
   tokenRevoked(tokenId: string): void;
   streamRefused(deviceId: string, streamId: string, message: string): boolean;
   agents(): Iterable<HeldAgent>;
+  agentCount(): number;
   disconnectAgents(code: number, reason: string): void;
 }
 

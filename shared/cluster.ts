@@ -68,8 +68,8 @@ export const nodeHeartbeat = z.object({
   node_id: nodeId,
   /** Where agents and clients reach the node (TETHER_PUBLIC_URL). */
   url: z.string(),
+  /** Agents connected to the node now. */
   agents: z.int(),
-  streams: z.int(),
 });
 /** `resync`: the control node does not know this node (it started since): send a snapshot. */
 export const nodeHeartbeatReply = z.object({ control_id: nodeId, resync: z.boolean() });

@@ -16,7 +16,7 @@ it('the quick benchmark measures every section', async () => {
   const report = JSON.parse(readFileSync(out, 'utf8'));
   expect(report.quick).toBe(true);
   const sections = new Set(report.results.map((r: { section: string }) => r.section));
-  expect([...sections].sort()).toEqual(['agents', 'api', 'console', 'echo', 'forward', 'memory', 'recording', 'startup', 'time to shell', 'transfer']);
+  expect([...sections].sort()).toEqual(['agents', 'api', 'cluster', 'console', 'echo', 'forward', 'memory', 'recording', 'startup', 'time to shell', 'transfer']);
   for (const r of report.results) {
     if (r.value === 'skipped') continue;
     expect(typeof r.value, r.name).toBe('number');
@@ -28,5 +28,8 @@ it('the quick benchmark measures every section', async () => {
   expect(find('tether forward: 8 MiB up, one connection').value).toBeGreaterThan(0);
   expect(find('tether forward: 8 MiB down over 8 connections').value).toBeGreaterThan(0);
   expect(find('agents the API shows online').value).toBe(50);
+  expect(find('agents online at once (control + 3 edges)').value).toBe(60);
+  expect(find('online in the API after the failover').value).toBe(60);
+  expect(find('cluster copy / single-process copy').value).toBeGreaterThan(0);
   expect(stdout).toMatch(/section\s+benchmark\s+value\s+unit\s+target\s+met/);
 }, 180_000);

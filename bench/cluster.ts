@@ -1,0 +1,279 @@
+/**
+ * @module Section `cluster` (docs/cluster.md): a nats-server, a control node and three edges on
+ * this machine. A copy through a cluster stream (agent on edge A, client on edge B: the agent
+ * dials B) beside one through a single process without NATS, interleaved; then agents across
+ * the four nodes (light clients of the agent protocol, and real agents on the edge that will
+ * be killed), the presence writes the control node sustains while they connect, and the time
+ * until the killed edge's agents are back online elsewhere, with the spread of their reconnections.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { systemProgram } from '../test/helpers/system-program';
+import { helper, type Helper } from './helpers';
+import { call, median, percentile, round, startServer, stopChild, tempDir, TETHER, type Result, type ServerProcess } from './lib';
+
+const MiB = 1024 * 1024;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface ClusterPlan {
+  /** Agents online at once across the four nodes. */
+  agents: number;
+  /** Of them, the real agents on the edge that is killed. */
+  killed: number;
+  bytes: number;
+  repeats: number;
+  /** Of every node (a quick run shortens it, so that the deadline passes soon). */
+  heartbeatMs: number;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+async function startNats(): Promise<{ url: string; child: ChildProcess }> {
+  const bin = systemProgram(['/usr/sbin/nats-server', '/usr/bin/nats-server'], 'nats-server', 'the cluster benchmark');
+  const port = await freePort();
+  const child = spawn(bin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    let log = '';
+    child.stderr!.on('data', (c: Buffer) => {
+      log += c.toString();
+      if (log.includes('Server is ready')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`nats-server exited ${code}: ${log.slice(-300)}`)));
+  });
+  return { url: `nats://127.0.0.1:${port}`, child };
+}
+
+interface Edge {
+  url: string;
+  child: ChildProcess;
+}
+
+async function startEdge(natsUrl: string, heartbeatMs: number): Promise<Edge> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [TETHER, 'broker'], {
+    env: {
+      ...process.env,
+      TETHER_NATS_URL: natsUrl,
+      TETHER_LISTEN: `127.0.0.1:${port}`,
+      TETHER_PUBLIC_URL: url,
+      TETHER_LOG_LEVEL: 'warn',
+      TETHER_HEARTBEAT_MS: String(heartbeatMs),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('tether broker listening on')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`tether broker exited ${code}`)));
+  });
+  for (;;) {
+    if ((await fetch(`${url}/readyz`)).status === 200) return { url, child };
+    await sleep(50);
+  }
+}
+
+async function metric(nodeUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(`${nodeUrl}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
+
+const onlineInApi = async (control: ServerProcess) =>
+  (await call(`${control.url}/v1/devices?agent_status=online&per_page=1`, 'GET', control.token)).body.meta.total as number;
+
+async function register(control: ServerProcess, prefix: string, count: number): Promise<Array<{ id: string; token: string }>> {
+  const devices: Array<{ id: string; token: string }> = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < count) {
+        const id = `${prefix}-${next++}`;
+        const res = await call(`${control.url}/v1/devices`, 'POST', control.token, { device_id: id });
+        devices.push({ id, token: res.body.data.agent_token });
+      }
+    }),
+  );
+  return devices;
+}
+
+/** One copy: a `stream-agent` on `agentNode` sends `bytes`, a sink on `clientNode` takes them; MiB/s. */
+async function copy(control: ServerProcess, agentNode: string, clientNode: string, bytes: number, deviceId: string): Promise<number> {
+  const created = await call(`${control.url}/v1/devices`, 'POST', control.token, { device_id: deviceId });
+  const agent = helper(['stream-agent', agentNode, deviceId, created.body.data.agent_token, String(bytes)]);
+  try {
+    await agent.next();
+    while ((await call(`${control.url}/v1/devices/${deviceId}/agent-status`, 'GET', control.token)).body.data.agent_status !== 'online') await sleep(20);
+    const session = await call(`${control.url}/v1/remote-access/sessions`, 'POST', control.token, { device_id: deviceId, protocol: 'file-transfer' });
+    if (session.status !== 201) throw new Error(`session: ${JSON.stringify(session.body)}`);
+    const ws = new URL(session.body.data.websocket_url);
+    ws.host = new URL(clientNode).host;
+    const sink = helper(['sink', ws.toString(), String(bytes)]);
+    try {
+      await sink.next(); // open
+      const { seconds } = await sink.next();
+      return bytes / MiB / seconds;
+    } finally {
+      await sink.stop();
+      await call(`${control.url}/v1/remote-access/sessions/${session.body.data.session_id}`, 'DELETE', control.token);
+    }
+  } finally {
+    await agent.stop();
+  }
+}
+
+export async function clusterBench(plan: ClusterPlan): Promise<Result[]> {
+  const results: Result[] = [];
+  const nats = await startNats();
+  const control = await startServer({ TETHER_NATS_URL: nats.url, TETHER_HEARTBEAT_MS: String(plan.heartbeatMs) });
+  const edges: Edge[] = [];
+  const helpers: Helper[] = [];
+  try {
+    for (let i = 0; i < 3; i++) edges.push(await startEdge(nats.url, plan.heartbeatMs));
+    const [a, b, c] = edges as [Edge, Edge, Edge];
+
+    // 1. A copy through the cluster (agent on A, client on B) beside one through a single process.
+    const single = await startServer();
+    const singleRates: number[] = [];
+    const clusterRates: number[] = [];
+    try {
+      for (let i = 0; i < plan.repeats; i++) {
+        singleRates.push(await copy(single, single.url, single.url, plan.bytes, `copy-single-${i}`));
+        clusterRates.push(await copy(control, a.url, b.url, plan.bytes, `copy-cluster-${i}`));
+      }
+    } finally {
+      await single.stop();
+    }
+    const singleRate = median(singleRates);
+    const clusterRate = median(clusterRates);
+    const label = `${round(plan.bytes / MiB, 0)} MiB`;
+    results.push(
+      { section: 'cluster', name: `copy ${label} through one process (no NATS)`, value: round(singleRate, 0), unit: 'MiB/s', target: 'reported', met: null },
+      { section: 'cluster', name: `copy ${label} through the cluster (agent on A, client on B)`, value: round(clusterRate, 0), unit: 'MiB/s', target: 'reported', met: null },
+      { section: 'cluster', name: 'cluster copy / single-process copy', value: round(clusterRate / singleRate, 2), unit: 'x', target: '>= 0.95', met: clusterRate / singleRate >= 0.95 },
+    );
+
+    // 2. Agents across the four nodes: light ones on control, A and B; real ones on C (they fail over).
+    const light = plan.agents - plan.killed;
+    const dir = tempDir('tether-bench-cluster-');
+    const t0 = performance.now();
+    const realDevices = await register(control, 'real', plan.killed);
+    const lightDevices = await register(control, 'light', light);
+    const registerSeconds = (performance.now() - t0) / 1000;
+    const writesBefore = await metric(control.url, 'tether_cluster_presence_writes_total');
+    const writeSamples: Array<{ at: number; writes: number }> = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        writeSamples.push({ at: performance.now(), writes: await metric(control.url, 'tether_cluster_presence_writes_total') });
+        await sleep(250);
+      }
+    })();
+    const connectStart = performance.now();
+    // The real agents know every node, and start on C (the first). Each holds its upload journal
+    // open besides its socket: two processes, so that neither passes its 20,000 open files.
+    const realHelpers: Helper[] = [];
+    for (let i = 0; i < 2; i++) {
+      const file = join(dir, `real-${i}.json`);
+      writeFileSync(file, JSON.stringify(realDevices.filter((_, j) => j % 2 === i)));
+      realHelpers.push(helper(['real-agents', [c.url, control.url, a.url, b.url].join(','), file, join(dir, `state-${i}`)]));
+    }
+    helpers.push(...realHelpers);
+    const targets = [control.url, a.url, b.url];
+    const lightHelpers: Helper[] = [];
+    for (let i = 0; i < targets.length; i++) {
+      const part = lightDevices.filter((_, j) => j % targets.length === i);
+      const file = join(dir, `light-${i}.json`);
+      writeFileSync(file, JSON.stringify(part));
+      lightHelpers.push(helper(['agents', targets[i]!, file]));
+    }
+    helpers.push(...lightHelpers);
+    const lightReports = await Promise.all(lightHelpers.map((h) => h.next()));
+    const realReports = await Promise.all(realHelpers.map((h) => Promise.race([h.next(), sleep(180_000).then(() => ({ event: 'timed out' }))])));
+    if (realReports.some((r) => r.event !== 'all-connected')) console.error(`real agents: ${JSON.stringify(realReports)}`);
+    let online = 0;
+    const allOnlineBy = performance.now() + 120_000;
+    while ((online = await onlineInApi(control)) < plan.agents && performance.now() < allOnlineBy) await sleep(250);
+    const connectSeconds = (performance.now() - connectStart) / 1000;
+    sampling = false;
+    await sampler;
+    const writes = (await metric(control.url, 'tether_cluster_presence_writes_total')) - writesBefore;
+    let peak = 0;
+    for (let i = 4; i < writeSamples.length; i++) {
+      const from = writeSamples[i - 4]!;
+      const to = writeSamples[i]!;
+      peak = Math.max(peak, (to.writes - from.writes) / ((to.at - from.at) / 1000));
+    }
+    const failed = lightReports.reduce((sum, r) => sum + r.failed, 0);
+    const perNode = await Promise.all([control.url, a.url, b.url, c.url].map((u) => metric(u, 'tether_agents_online')));
+    results.push(
+      { section: 'cluster', name: 'devices registered (API, 32 at once)', value: round(registerSeconds, 1), unit: 's', target: 'reported', met: null },
+      { section: 'cluster', name: 'agents online at once (control + 3 edges)', value: online, unit: 'agents', target: `>= ${plan.agents}`, met: online >= plan.agents },
+      { section: 'cluster', name: 'agents on the busiest node', value: Math.max(...perNode), unit: 'agents', target: 'reported', met: null },
+      { section: 'cluster', name: 'connections refused or failed', value: failed, unit: 'agents', target: 'reported', met: null },
+      { section: 'cluster', name: 'time until all are online in the API', value: round(connectSeconds, 1), unit: 's', target: 'reported', met: null },
+      { section: 'cluster', name: 'presence writes, average while they connect', value: round(writes / connectSeconds, 0), unit: 'writes/s', target: 'reported', met: null },
+      { section: 'cluster', name: 'presence writes, best second', value: round(peak, 0), unit: 'writes/s', target: 'reported', met: null },
+    );
+
+    // 3. SIGKILL of edge C: its real agents reconnect elsewhere (backoff with full jitter, another server at random).
+    const killedAt = Date.now();
+    const reconnected: number[] = [];
+    let lowest = online;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        lowest = Math.min(lowest, await onlineInApi(control));
+        await sleep(500);
+      }
+    })();
+    c.child.kill('SIGKILL');
+    const giveUp = Date.now() + 120_000;
+    await Promise.all(
+      realHelpers.map(async (real) => {
+        let pending = real.next();
+        while (reconnected.length < plan.killed && Date.now() < giveUp) {
+          const msg = await Promise.race([pending, sleep(1_000).then(() => undefined)]);
+          if (msg === undefined) continue;
+          pending = real.next();
+          if (msg.event === 'reconnected') reconnected.push(msg.at - killedAt);
+        }
+      }),
+    );
+    // Everyone back, and the control node has given C up (its agents that did not come back would be offline now).
+    while ((await metric(control.url, 'tether_cluster_nodes')) > 3 && Date.now() < giveUp) await sleep(250);
+    watching = false;
+    await watcher;
+    const after = await onlineInApi(control);
+    reconnected.sort((x, y) => x - y);
+    const allBack = reconnected.length === plan.killed ? reconnected.at(-1)! / 1000 : Number.NaN;
+    const perNodeAfter = await Promise.all([control.url, a.url, b.url].map((u) => metric(u, 'tether_agents_online')));
+    results.push(
+      { section: 'cluster', name: `after SIGKILL of an edge: all its ${plan.killed} agents online elsewhere`, value: round(allBack, 1), unit: 's', target: '<= 30', met: allBack <= 30 },
+      { section: 'cluster', name: 'their reconnections after the kill, p50', value: round(percentile(reconnected, 50) / 1000, 1), unit: 's', target: 'reported', met: null },
+      { section: 'cluster', name: 'their reconnections after the kill, p90', value: round(percentile(reconnected, 90) / 1000, 1), unit: 's', target: 'reported', met: null },
+      { section: 'cluster', name: 'fewest online in the API during the failover', value: lowest, unit: 'agents', target: `= ${plan.agents} (none shown offline)`, met: lowest >= plan.agents },
+      { section: 'cluster', name: 'online in the API after the failover', value: after, unit: 'agents', target: `= ${plan.agents}`, met: after === plan.agents },
+      { section: 'cluster', name: 'agents on the busiest node after', value: Math.max(...perNodeAfter), unit: 'agents', target: 'reported', met: null },
+    );
+    return results;
+  } finally {
+    await Promise.all(helpers.map((h) => h.stop()));
+    await Promise.all(edges.map((e) => stopChild(e.child)));
+    await control.stop();
+    await stopChild(nats.child);
+  }
+}

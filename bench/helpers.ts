@@ -12,7 +12,8 @@ export interface Helper {
   stop(): Promise<void>;
 }
 
-export function helper(args: string[]): Helper {
+/** `onEvent`: lines with an `event` go there as they come, not to `next()`. */
+export function helper(args: string[], onEvent?: (msg: any) => void): Helper {
   const child = spawn(process.execPath, [SWARM, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: any[] = [];
   const waiters: Array<(v: any) => void> = [];
@@ -22,6 +23,10 @@ export function helper(args: string[]): Helper {
     partial = parts.pop()!;
     for (const p of parts.filter(Boolean)) {
       const msg = JSON.parse(p);
+      if (onEvent && msg.event !== undefined) {
+        onEvent(msg);
+        continue;
+      }
       const w = waiters.shift();
       if (w) w(msg);
       else lines.push(msg);

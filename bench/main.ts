@@ -26,7 +26,9 @@ const out = process.argv.find((a) => a.startsWith('--out='))?.slice(6) ?? resolv
 
 const MiB = 1024 * 1024;
 const agentsArg = Number(process.argv.find((a) => a.startsWith('--agents='))?.slice(9));
+// `--cluster-agents=0`: the copies only; `--cluster-repeats=N`: that many copies of each kind.
 const clusterAgentsArg = Number(process.argv.find((a) => a.startsWith('--cluster-agents='))?.slice(17));
+const clusterRepeatsArg = Number(process.argv.find((a) => a.startsWith('--cluster-repeats='))?.slice(18));
 // As many agents as one process's open-files limit allows, less room for the server's own files.
 const defaultAgents = Math.max(15_000, Math.min(19_000, fdLimit() - 1000));
 const plan = quick
@@ -83,7 +85,13 @@ async function main(): Promise<void> {
       ...(await clusterBench(
         quick
           ? { agents: 60, killed: 20, bytes: 8 * MiB, repeats: 1, heartbeatMs: 1_000 }
-          : { agents: clusterAgentsArg || 50_000, killed: 15_000, bytes: 1024 * MiB, repeats: 3, heartbeatMs: 20_000 },
+          : {
+              agents: Number.isNaN(clusterAgentsArg) ? 50_000 : clusterAgentsArg,
+              killed: Number.isNaN(clusterAgentsArg) ? 15_000 : Math.round(clusterAgentsArg * 0.3),
+              bytes: 1024 * MiB,
+              repeats: Number.isNaN(clusterRepeatsArg) ? 3 : clusterRepeatsArg,
+              heartbeatMs: 20_000,
+            },
       )),
     );
   }

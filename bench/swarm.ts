@@ -117,7 +117,8 @@ if (mode === 'relay') {
     ws.on('open', () => pump(ws, Number(bytes), () => ws.close()));
   });
 } else if (mode === 'agents') {
-  // Light agents: one control WebSocket each, answering pings (ws does), nothing else.
+  // Light agents: one control WebSocket each, answering pings (ws does), nothing else; one the
+  // server drops (a pong too late on a starved machine) reconnects after 1-5 s, as agents do.
   const [url, file] = args;
   const devices = JSON.parse(readFileSync(file!, 'utf8')) as Array<{ id: string; token: string }>;
   const sources = ['127.0.0.1', '127.0.0.2', '127.0.0.3', '127.0.0.4'];
@@ -125,30 +126,39 @@ if (mode === 'relay') {
   let failed = 0;
   let next = 0;
   const sockets: WebSocket[] = [];
-  const connectOne = (): Promise<void> =>
+  let stopping = false;
+  const connect = (d: { id: string; token: string }, source: string, again: boolean): Promise<void> =>
     new Promise((resolve) => {
-      const d = devices[next]!;
       const ws = new WebSocket(`${url!.replace('http', 'ws')}${AGENT_CONNECT_PATH}`, AGENT_SUBPROTOCOL, {
         headers: { authorization: `Bearer ${d.token}`, 'x-tether-device-id': d.id },
-        localAddress: sources[next % sources.length],
+        localAddress: source,
         perMessageDeflate: false,
       });
-      next++;
       sockets.push(ws);
       let opened = false;
       ws.once('open', () => {
         opened = true;
         open++;
+        if (again) report({ event: 'reconnected', device: d.id, at: Date.now() });
         resolve();
       });
       ws.once('error', () => {
-        if (!opened) failed++;
+        if (!opened && !again) failed++;
         resolve();
       });
       ws.on('close', () => {
-        if (opened) open--;
+        if (stopping) return;
+        if (opened) {
+          open--;
+          report({ event: 'dropped', device: d.id, at: Date.now() });
+        }
+        if (opened || again) setTimeout(() => void connect(d, source, true), 1000 + Math.random() * 4000);
       });
     });
+  const connectOne = () => {
+    const i = next++;
+    return connect(devices[i]!, sources[i % sources.length]!, false);
+  };
   (async () => {
     const workers = Array.from({ length: 64 }, async () => {
       while (next < devices.length) await connectOne();
@@ -157,6 +167,7 @@ if (mode === 'relay') {
     report({ open, failed });
   })();
   process.on('SIGTERM', () => {
+    stopping = true;
     for (const ws of sockets) ws.terminate();
     process.exit(0);
   });

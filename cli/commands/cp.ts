@@ -1,11 +1,13 @@
 /**
  * @module `tether cp SRC DST`: files and directories to or from a device, `DEVICE:PATH` on one
  * side. Like `cp -r`, a destination that is an existing directory receives the source inside
- * it; otherwise the source is stored under the destination's name. A progress bar shows on a
+ * it; otherwise the source is stored under the destination's name. A destination ending in `/`
+ * names a directory: when it does not exist it is created (its parent must exist, as with rsync),
+ * and the source goes inside it; it is never a file's name. A progress bar shows on a
  * terminal; the counts and sizes that arrived are checked against what was sent; the session
  * is closed when the copy ends, whatever the outcome.
  */
-import { lstat } from 'node:fs/promises';
+import { lstat, mkdir, rmdir } from 'node:fs/promises';
 import { basename, dirname, posix, resolve } from 'node:path';
 import { fileEntry, type FileEntry } from '../../shared/session-stream';
 import type { Context } from '../context';
@@ -69,7 +71,9 @@ export async function cp(ctx: Context, src: string, dst: string, flags: CpFlags)
   const open = { device, protocol: 'file-transfer' as const, replace: flags.replace, waitOnline: flags.waitOnline, notice: ctx.notice };
   await withSessionStream(ctx.api(), open, async (stream) => {
     const started = performance.now();
-    const result = to ? await toDevice(ctx, stream, resolve(src), to, flags) : await fromDevice(stream, from!, resolve(dst), flags);
+    const result = to
+      ? await toDevice(ctx, stream, resolve(src), to, flags)
+      : await fromDevice(stream, from!, resolve(dst), /[/\\]$/.test(dst), flags);
     const seconds = (performance.now() - started) / 1000;
     ctx.notice(
       `copied ${result.files} file${result.files === 1 ? '' : 's'}, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s` +
@@ -83,9 +87,20 @@ async function toDevice(ctx: Context, stream: ClientStream, local: string, to: R
   if (!src) throw new CliError(`no such file or directory: ${local}`, 'local_file');
   if (!src.isFile() && !src.isDirectory()) throw new CliError(`${local} is neither a file nor a directory`, 'local_file');
   const target = found(await remoteStat(stream, to.path));
+  const wantsDir = to.path.endsWith('/');
   let remoteDir: string;
   let topName: string;
   if (target?.type === 'dir') {
+    remoteDir = to.path;
+    topName = basename(local);
+  } else if (wantsDir) {
+    // `dev:/dir/`: a directory, created with its upload (the agent removes it if the upload fails).
+    if (target) throw new CliError(`not a directory on ${to.device}: ${to.path}`, 'not_a_directory');
+    const parentPath = posix.dirname(to.path.replace(/\/+$/, '')) || '/';
+    const parent = await remoteStat(stream, parentPath);
+    // The device's own words say where its files root is.
+    if (parent instanceof CliError) throw new CliError(`${parent.message} (a destination ending in / is created, not its parents)`, parent.code);
+    if (parent.type !== 'dir') throw new CliError(`not a directory on ${to.device}: ${parentPath}`, 'not_a_directory');
     remoteDir = to.path;
     topName = basename(local);
   } else {
@@ -107,14 +122,24 @@ async function toDevice(ctx: Context, stream: ClientStream, local: string, to: R
   }
 }
 
-async function fromDevice(stream: ClientStream, from: RemoteSpec, local: string, flags: CpFlags) {
+async function fromDevice(stream: ClientStream, from: RemoteSpec, local: string, wantsDir: boolean, flags: CpFlags) {
   const source = await remoteStat(stream, from.path);
   if (source instanceof CliError) throw source;
   const target = await localStat(local);
   let localDir: string;
   let topName: string;
   const remoteName = posix.basename(from.path) || from.device;
+  let created: string | undefined;
   if (target?.isDirectory()) {
+    localDir = local;
+    topName = remoteName;
+  } else if (wantsDir) {
+    if (target) throw new CliError(`not a directory: ${local}`, 'local_file');
+    if (!(await localStat(dirname(local)))?.isDirectory()) {
+      throw new CliError(`no such directory: ${dirname(local)} (a destination ending in / is created, not its parents)`, 'local_file');
+    }
+    await mkdir(local);
+    created = local;
     localDir = local;
     topName = remoteName;
   } else {
@@ -129,6 +154,9 @@ async function fromDevice(stream: ClientStream, from: RemoteSpec, local: string,
   const progress = createProgress(`← ${from.device}`, source.type === 'file' ? source.size : undefined, flags.progress);
   try {
     return await download(stream, { remote: from.path, localDir, topName }, (n) => progress.add(n));
+  } catch (err) {
+    if (created) await rmdir(created).catch(() => undefined); // only if the failed copy left it empty
+    throw err;
   } finally {
     progress.stop();
   }

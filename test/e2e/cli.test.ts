@@ -193,6 +193,27 @@ describe('cp', () => {
     expect(sha(join(root, 'progress-tty.bin'))).toBe(sha(file));
   });
 
+  it('a destination ending in / is a directory: created when missing, never a file of that name', async () => {
+    const local = tempDir();
+    writeFileSync(join(local, 'one.txt'), 'one\n');
+    const up = await tether(['cp', join(local, 'one.txt'), 'cli-1:/made-dir/']);
+    expect(up.code).toBe(0);
+    expect(statSync(join(root, 'made-dir')).isDirectory()).toBe(true);
+    expect(readFileSync(join(root, 'made-dir', 'one.txt'), 'utf8')).toBe('one\n');
+    // its parent must exist, and a file of that name is not a directory
+    const deep = await tether(['cp', join(local, 'one.txt'), 'cli-1:/no/such/parent/']);
+    expect(deep).toMatchObject({ code: 1, stderr: expect.stringMatching(/\/no\/such under the files root .* of cli-1.*\(a destination ending in \/ is created, not its parents\)/) });
+    expect(lstatSync(join(root, 'no'), { throwIfNoEntry: false })).toBeUndefined();
+    const onFile = await tether(['cp', join(local, 'one.txt'), 'cli-1:/made-dir/one.txt/']);
+    expect(onFile).toMatchObject({ code: 1, stderr: expect.stringContaining('not a directory on cli-1: /made-dir/one.txt/') });
+
+    const back = join(tempDir(), 'fresh');
+    expect((await tether(['cp', 'cli-1:/made-dir/one.txt', `${back}/`])).code).toBe(0);
+    expect(readFileSync(join(back, 'one.txt'), 'utf8')).toBe('one\n');
+    const missingParent = await tether(['cp', 'cli-1:/made-dir/one.txt', join(tempDir(), 'a', 'b') + '/']);
+    expect(missingParent).toMatchObject({ code: 1, stderr: expect.stringMatching(/no such directory: .*\/a \(a destination ending in/) });
+  });
+
   it('reports what goes wrong and still closes its session', async () => {
     const missing = await tether(['cp', 'cli-1:/does/not/exist', tempDir()]);
     // the device's own words, which say where its files root is

@@ -1,7 +1,8 @@
 /**
  * @module The client's HTTP calls to the tether API: on 429 it waits the `Retry-After` it was
  * given and tries again (saying so); on 500 it shows the request id; every other error becomes a
- * CliError carrying the API's error code and message (docs/http-api.md, errors).
+ * CliError carrying the API's error code and message (docs/http-api.md, errors), in either
+ * dialect: the API's `{error, message}` or the fleet interface's `{status: "error", error: {code, message}}`.
  *
  * On `node:http` rather than `fetch`: the first `fetch` of a process loads undici, about 20 ms
  * of every command's start-up (BENCHMARKS.md, command start-up).
@@ -12,18 +13,25 @@ import * as z from 'zod/mini';
 import type { Problem } from '../shared/zod-issues';
 import { CliError } from './errors';
 
+/** A problem the API found in a request; `line` for one in a YAML body (a service spec). */
+export interface ApiProblem extends Problem {
+  line?: number;
+}
+
 /** The API's error body: `{error, message, status, details?}`. */
 export interface ApiErrorBody {
   error: string;
   message: string;
   status: number;
-  details?: Problem[];
+  details?: ApiProblem[];
 }
 
-const errorBodySchema = z.object({
-  error: z.string(),
-  message: z.string(),
-  details: z.optional(z.array(z.object({ path: z.string(), message: z.string() }))),
+const problemsSchema = z.optional(z.array(z.object({ path: z.string(), message: z.string(), line: z.optional(z.number()) })));
+const errorBodySchema = z.object({ error: z.string(), message: z.string(), details: problemsSchema });
+/** The fleet interface's errors (docs/http-api.md, fleet groups). */
+const fleetErrorSchema = z.object({
+  status: z.literal('error'),
+  error: z.object({ code: z.string(), message: z.string(), details: problemsSchema }),
 });
 
 /**
@@ -41,10 +49,18 @@ export class ApiFailure extends CliError {
   }
 }
 
+/** How a request goes beyond a JSON body. */
+export interface RequestOptions {
+  /** More request headers (the fleet interface's `X-Tenant-ID`). */
+  headers?: Record<string, string>;
+  /** Send `body`, a string, as it is with this content type instead of as JSON (a YAML spec). */
+  contentType?: string;
+}
+
 export interface ApiClient {
   server: string;
   /** The `data` of the answer; rejects with a CliError (an ApiFailure for a 4xx). */
-  request<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
+  request<T = unknown>(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<T>;
   /** A GET whose answer is not JSON (a recording): the response, to read as a stream; errors as `request`. */
   stream(path: string): Promise<IncomingMessage>;
 }
@@ -61,11 +77,19 @@ export interface ApiClientOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The error body of a failed answer, or one made up from its status when it has none. */
+/**
+ * The error body of a failed answer, or one made up from its status when it has none. A fleet
+ * error's message ends with its code (`GROUP_NOT_FOUND`), which its documentation is indexed by.
+ */
 function errorBodyOf(parsed: unknown, status: number): ApiErrorBody {
   const body = errorBodySchema.safeParse(parsed);
-  if (!body.success) return { error: 'unknown', message: `HTTP ${status}`, status };
-  return { ...body.data, status };
+  if (body.success) return { ...body.data, status };
+  const fleet = fleetErrorSchema.safeParse(parsed);
+  if (fleet.success) {
+    const { code, message, details } = fleet.data.error;
+    return { error: code, message: `${message} (${code})`, status, ...(details ? { details } : {}) };
+  }
+  return { error: 'unknown', message: `HTTP ${status}`, status };
 }
 
 const header = (headers: IncomingHttpHeaders, name: string): string | null => {
@@ -94,8 +118,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const unreachable = (why: string) => new CliError(`cannot reach ${options.server}: ${why}`, 'unreachable');
 
   /** Sends one request; resolves once the answer's status and headers are in. */
-  function sendOnce(method: string, path: string, body: unknown): Promise<IncomingMessage> {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
+  function sendOnce(method: string, path: string, body: unknown, requestOptions: RequestOptions): Promise<IncomingMessage> {
+    const payload = body === undefined ? undefined : requestOptions.contentType ? String(body) : JSON.stringify(body);
     return new Promise<IncomingMessage>((resolve, reject) => {
       if (!base || (base.protocol !== 'http:' && base.protocol !== 'https:')) return reject(unreachable('not an http:// or https:// URL'));
       const req = (secure ? httpsRequest : httpRequest)(
@@ -105,7 +129,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           agent,
           headers: {
             ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
-            ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+            ...requestOptions.headers,
+            ...(payload === undefined ? {} : { 'content-type': requestOptions.contentType ?? 'application/json', 'content-length': Buffer.byteLength(payload) }),
           },
         },
         (res) => {
@@ -127,9 +152,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
    * Sends a request until it is not rate limited; resolves with a 2xx answer (its body unread),
    * rejects with the CliError of any other.
    */
-  async function send(method: string, path: string, body: unknown): Promise<IncomingMessage> {
+  async function send(method: string, path: string, body: unknown, requestOptions: RequestOptions = {}): Promise<IncomingMessage> {
     for (let attempt = 0; ; attempt++) {
-      const res = await sendOnce(method, path, body);
+      const res = await sendOnce(method, path, body, requestOptions);
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return res;
       const text = await readAll(res, unreachable);
@@ -164,8 +189,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
   }
 
-  async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await send(method, path, body);
+  async function request<T>(method: string, path: string, body?: unknown, requestOptions?: RequestOptions): Promise<T> {
+    const res = await send(method, path, body, requestOptions);
     const text = await readAll(res, unreachable);
     let parsed: unknown;
     try {

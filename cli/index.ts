@@ -6,11 +6,11 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Context } from './context';
 import { DIAG_OPS } from './diag-ops';
 import { registerAccountCommands } from './register-accounts';
+import { registerPlatformCommands } from './register-platform';
 
 // Each command's module (ws, tar, progress bars) loads only when that command runs.
 const commands = {
   cp: () => import('./commands/cp'),
-  device: () => import('./commands/device'),
   diag: () => import('./commands/diag'),
   forward: () => import('./commands/forward'),
   play: () => import('./commands/play'),
@@ -137,11 +137,5 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .addHelpText('after', CP_HELP)
     .action(async (src, dst, o) => (await commands.cp()).cp(ctx(), src, dst, { ...o, progress: o.progress === false ? false : undefined }));
 
-  const device = program.command('device').description('manage devices');
-  device
-    .command('add <device-id>')
-    .description('register a device and print its agent token and the command that starts its agent')
-    .option('--label <key=value...>', 'labels for the device')
-    .option('--json', 'print the result as JSON')
-    .action(async (id, o) => (await commands.device()).deviceAdd(ctx(), id, o));
+  registerPlatformCommands(program, ctx);
 }

@@ -1,8 +1,47 @@
-/** @module `tether device add`: registers a device and says how to start its agent. */
+/**
+ * @module `tether device add | list | show | rm | rotate-token`: the device registry
+ * (docs/http-api.md, endpoints) and the agent tokens that let devices in.
+ */
 import { ApiFailure } from '../api-client';
+import { confirm } from '../confirm';
 import type { Context } from '../context';
+import { describe } from '../describe';
 import { CliError, usageError } from '../errors';
-import { printJson } from '../output';
+import { printJson, table } from '../output';
+
+/** A device as `GET /v1/devices` and `GET /v1/devices/{id}` answer it. */
+interface Device {
+  device_id: string;
+  agent_status: 'online' | 'offline';
+  last_seen_at: string | null;
+  labels: Record<string, string>;
+  agent_version: string | null;
+  created_at: string;
+  forward_allow: string[] | null;
+}
+
+interface AgentToken {
+  device_id: string;
+  agent_token: string;
+}
+
+const PAGE = 200;
+const shortTime = (iso: string | null) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : null);
+const deviceUrl = (id: string) => `/v1/devices/${encodeURIComponent(id)}`;
+const labelsText = (labels: Record<string, string>) => Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',') || null;
+
+/** The agent token, shown once, and the commands that start the device's agent with it. */
+function printAgentToken(ctx: Context, said: string, t: AgentToken): void {
+  const server = ctx.api().server;
+  ctx.out.stdout(
+    `${said} (shown only this once):\n\n` +
+      `  ${t.agent_token}\n\n` +
+      'Start the agent on the device with:\n\n' +
+      `  TETHER_DEVICE_TOKEN=${t.agent_token} tether agent --server ${server} --device-id ${t.device_id}\n\n` +
+      'or, with the single-file bundle (dist/tether-agent.js, node-pty beside it):\n\n' +
+      `  TETHER_DEVICE_TOKEN=${t.agent_token} node tether-agent.js --server ${server} --device-id ${t.device_id}\n`,
+  );
+}
 
 export async function deviceAdd(ctx: Context, deviceId: string, flags: { json?: boolean; label?: string[] }): Promise<void> {
   const labels: Record<string, string> = {};
@@ -11,7 +50,7 @@ export async function deviceAdd(ctx: Context, deviceId: string, flags: { json?: 
     if (at <= 0) throw usageError(`--label takes key=value, not ${l}`);
     labels[l.slice(0, at)] = l.slice(at + 1);
   }
-  let created: { device_id: string; agent_token: string };
+  let created: AgentToken;
   try {
     created = await ctx.api().request('POST', '/v1/devices', { device_id: deviceId, labels });
   } catch (err) {
@@ -19,13 +58,64 @@ export async function deviceAdd(ctx: Context, deviceId: string, flags: { json?: 
     throw err;
   }
   if (flags.json) return printJson(ctx.out, created);
-  const server = ctx.api().server;
+  printAgentToken(ctx, `registered device ${created.device_id}. Its agent token`, created);
+}
+
+export async function deviceList(ctx: Context, flags: { status?: string; json?: boolean }): Promise<void> {
+  const devices: Device[] = [];
+  for (let page = 1; ; page++) {
+    const q = new URLSearchParams({ page: String(page), per_page: String(PAGE) });
+    if (flags.status) q.set('agent_status', flags.status);
+    const batch = await ctx.api().request<Device[]>('GET', `/v1/devices?${q}`);
+    devices.push(...batch);
+    if (batch.length < PAGE) break;
+  }
+  if (flags.json) return printJson(ctx.out, devices);
+  if (devices.length === 0) return ctx.out.stdout(flags.status ? `no ${flags.status} devices\n` : 'no devices; add one with `tether device add ID`\n');
+  const rows = devices.map((d) => ({
+    device: d.device_id,
+    status: d.agent_status,
+    'last seen': shortTime(d.last_seen_at),
+    agent: d.agent_version,
+    labels: labelsText(d.labels),
+  }));
+  ctx.out.stdout(table(rows, ['device', 'status', 'last seen', 'agent', 'labels']));
+}
+
+export async function deviceShow(ctx: Context, deviceId: string, flags: { json?: boolean }): Promise<void> {
+  const d = await ctx.api().request<Device>('GET', deviceUrl(deviceId));
+  if (flags.json) return printJson(ctx.out, d);
   ctx.out.stdout(
-    `registered device ${created.device_id}. Its agent token (shown only this once):\n\n` +
-      `  ${created.agent_token}\n\n` +
-      'Start the agent on the device with:\n\n' +
-      `  TETHER_DEVICE_TOKEN=${created.agent_token} tether agent --server ${server} --device-id ${created.device_id}\n\n` +
-      'or, with the single-file bundle (dist/tether-agent.js, node-pty beside it):\n\n' +
-      `  TETHER_DEVICE_TOKEN=${created.agent_token} node tether-agent.js --server ${server} --device-id ${created.device_id}\n`,
+    describe([
+      ['device', d.device_id],
+      ['status', d.agent_status],
+      ['last seen', shortTime(d.last_seen_at) ?? 'never'],
+      ['agent version', d.agent_version],
+      ['labels', labelsText(d.labels)],
+      ['forwards to', d.forward_allow === null ? 'nothing (its agent forwards no ports)' : d.forward_allow.join(', ')],
+      ['registered', shortTime(d.created_at)],
+    ]),
+  );
+}
+
+export async function deviceRemove(ctx: Context, deviceId: string, flags: { yes?: boolean; json?: boolean }): Promise<void> {
+  if (!flags.yes) {
+    // Asked about a device that exists, with its state: a typo fails before the question.
+    const d = await ctx.api().request<Device>('GET', deviceUrl(deviceId));
+    await confirm(`delete device ${deviceId}`, `Its agent (${d.agent_status}) is disconnected for good and its open sessions close`, flags.yes);
+  }
+  const gone = await ctx.api().request<{ device_id: string; deleted: true; sessions_closed: number }>('DELETE', deviceUrl(deviceId));
+  if (flags.json) return printJson(ctx.out, gone);
+  const sessions = gone.sessions_closed === 1 ? '1 open session' : `${gone.sessions_closed} open sessions`;
+  ctx.out.stdout(`deleted device ${gone.device_id}: its agent token no longer works (a connected agent was disconnected); closed ${sessions}\n`);
+}
+
+export async function deviceRotateToken(ctx: Context, deviceId: string, flags: { json?: boolean }): Promise<void> {
+  const issued = await ctx.api().request<AgentToken>('POST', `${deviceUrl(deviceId)}/agent-token`, {});
+  if (flags.json) return printJson(ctx.out, issued);
+  printAgentToken(
+    ctx,
+    `issued a new agent token for ${issued.device_id}: the old one no longer works, and an agent connected with it was disconnected. The new token`,
+    issued,
   );
 }

@@ -1,0 +1,151 @@
+/**
+ * @module `tether deploy list | get | history | rollback | rm` and `tether deploy canary get |
+ * weight | halt | promote`: services per environment (docs/http-api.md, deployments). `apply` is
+ * in deploy/apply.ts.
+ */
+import { confirm } from '../confirm';
+import type { Context } from '../context';
+import { describe } from '../describe';
+import { printJson, table } from '../output';
+import { ENVIRONMENTS, serviceUrl, shortTime, stateOf, type EnvFlag, type Environment, type Service } from './deploy/service';
+
+export { deployApply } from './deploy/apply';
+
+interface Revision {
+  revision: string;
+  image: string;
+  deployed_at: string;
+  deployed_by: string;
+  status: 'current' | 'previous' | 'available';
+}
+
+interface Canary {
+  service: string;
+  environment: Environment;
+  canary_active: boolean;
+  stable: { revision: string; image: string; weight: number };
+  canary: { revision: string; image: string; weight: number } | null;
+}
+
+const PAGE = 100;
+const canaryText = (s: Service) => (s.canary ? `${s.canary.revision} at ${s.canary.weight}%` : null);
+
+/** Every page of a list the API answers as an array. */
+async function allPages<T>(ctx: Context, path: (page: number) => string): Promise<T[]> {
+  const items: T[] = [];
+  for (let page = 1; ; page++) {
+    const batch = await ctx.api().request<T[]>('GET', path(page));
+    items.push(...batch);
+    if (batch.length < PAGE) return items;
+  }
+}
+
+export async function deployList(ctx: Context, flags: { env?: Environment; status?: string; json?: boolean }): Promise<void> {
+  const services: Service[] = [];
+  for (const env of flags.env ? [flags.env] : ENVIRONMENTS) {
+    const q = (page: number) => new URLSearchParams({ env, page: String(page), per_page: String(PAGE), ...(flags.status ? { status: flags.status } : {}) });
+    services.push(...(await allPages<Service>(ctx, (page) => `/v1/services?${q(page)}`)));
+  }
+  if (flags.json) return printJson(ctx.out, services);
+  if (services.length === 0) return ctx.out.stdout(`no ${flags.status ? `${flags.status} ` : ''}services${flags.env ? ` in ${flags.env}` : ''}\n`);
+  const rows = services.map((s) => ({
+    service: s.name,
+    env: s.environment,
+    status: s.status,
+    revision: s.current_revision,
+    canary: canaryText(s),
+    ready: `${s.replicas.ready}/${s.replicas.desired}`,
+    image: s.image,
+    deployed: shortTime(s.last_deployed_at),
+  }));
+  ctx.out.stdout(table(rows, ['service', 'env', 'status', 'revision', 'canary', 'ready', 'image', 'deployed']));
+}
+
+export async function deployGet(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
+  const s = await ctx.api().request<Service>('GET', serviceUrl(name, flags.env));
+  if (flags.json) return printJson(ctx.out, s);
+  ctx.out.stdout(
+    describe([
+      ['service', s.name],
+      ['environment', s.environment],
+      ['status', stateOf(s)],
+      ['revision', s.current_revision],
+      ['previous', s.previous_revision],
+      ['canary', canaryText(s) ?? undefined],
+      ['image', s.image],
+      ['sync', s.gitops_sync_status],
+      ['runtime', s.runtime],
+      ['last deployed', shortTime(s.last_deployed_at)],
+    ]),
+  );
+}
+
+export async function deployHistory(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
+  const revisions = await allPages<Revision>(ctx, (page) => serviceUrl(name, flags.env, '/revisions', { page: String(page), per_page: String(PAGE) }));
+  if (flags.json) return printJson(ctx.out, revisions);
+  // The API calls a canary's revision `available`; the table says which one is the canary.
+  const { canary } = await ctx.api().request<Service>('GET', serviceUrl(name, flags.env));
+  const status = (r: Revision) => (canary?.revision === r.revision ? `canary (${canary.weight}%)` : r.status);
+  const rows = revisions.map((r) => ({ revision: r.revision, status: status(r), image: r.image, deployed: shortTime(r.deployed_at), by: r.deployed_by }));
+  ctx.out.stdout(table(rows, ['revision', 'status', 'image', 'deployed', 'by']));
+}
+
+export async function deployRollback(ctx: Context, name: string, flags: EnvFlag & { revision?: string; json?: boolean }): Promise<void> {
+  const before = await ctx.api().request<Service>('GET', serviceUrl(name, flags.env));
+  const s = await ctx.api().request<Service>('POST', serviceUrl(name, flags.env, '/rollback', flags.revision ? { revision: flags.revision } : {}), {});
+  if (flags.json) return printJson(ctx.out, s);
+  const from = before.canary ? `${before.current_revision}, canary ${before.canary.revision} dropped` : before.current_revision;
+  ctx.out.stdout(`rolled back ${s.name} in ${s.environment} to ${s.current_revision} (from ${from}); status: ${stateOf(s)}\n`);
+}
+
+export async function deployRemove(ctx: Context, name: string, flags: EnvFlag & { yes?: boolean; json?: boolean }): Promise<void> {
+  if (!flags.yes) {
+    // Asked about a service that exists, with what it runs: a typo fails before the question.
+    const s = await ctx.api().request<Service>('GET', serviceUrl(name, flags.env));
+    await confirm(`delete service ${name} from ${flags.env}`, `Its ${s.replicas.desired} replicas of ${s.current_revision} stop and its revisions are forgotten`, flags.yes);
+  }
+  const gone = await ctx.api().request<{ name: string; environment: Environment; deleted: true }>('DELETE', serviceUrl(name, flags.env));
+  if (flags.json) return printJson(ctx.out, gone);
+  ctx.out.stdout(`deleted service ${gone.name} from ${gone.environment}\n`);
+}
+
+/** The canary state as a table of its two tracks. */
+function printCanary(ctx: Context, c: Canary, said: string): void {
+  const tracks = [{ track: 'stable', ...c.stable }, ...(c.canary ? [{ track: 'canary', ...c.canary }] : [])];
+  ctx.out.stdout(`${said}\n${table(tracks.map((t) => ({ ...t, weight: `${t.weight}%` })), ['track', 'revision', 'weight', 'image'])}`);
+}
+
+export async function canaryGet(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
+  const c = await ctx.api().request<Canary>('GET', serviceUrl(name, flags.env, '/canary'));
+  if (flags.json) return printJson(ctx.out, c);
+  const said = c.canary
+    ? `${c.service} in ${c.environment}: canary ${c.canary.revision} takes ${c.canary.weight}% of traffic${c.canary.weight === 0 ? ' (halted)' : ''}`
+    : `${c.service} in ${c.environment} has no canary: ${c.stable.revision} takes all traffic`;
+  printCanary(ctx, c, said);
+}
+
+const SAID = {
+  weight: (c: Canary, weight: number) =>
+    c.canary
+      ? `canary ${c.canary.revision} of ${c.service} in ${c.environment} now takes ${weight}% of traffic`
+      : `promoted ${c.stable.revision} of ${c.service} in ${c.environment}: it takes all traffic`,
+  halt: (c: Canary) => `halted canary ${c.canary?.revision} of ${c.service} in ${c.environment}: all traffic goes to ${c.stable.revision}`,
+};
+
+export async function canaryWeight(ctx: Context, name: string, weight: number, flags: EnvFlag & { json?: boolean }): Promise<void> {
+  const c = await ctx.api().request<Canary>('PUT', serviceUrl(name, flags.env, '/canary/weight'), { weight });
+  if (flags.json) return printJson(ctx.out, c);
+  printCanary(ctx, c, weight === 0 ? SAID.halt(c) : SAID.weight(c, weight));
+}
+
+export async function canaryHalt(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
+  const c = await ctx.api().request<Canary>('POST', serviceUrl(name, flags.env, '/canary/halt'));
+  if (flags.json) return printJson(ctx.out, c);
+  printCanary(ctx, c, SAID.halt(c));
+}
+
+export async function canaryPromote(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
+  const s = await ctx.api().request<Service>('POST', serviceUrl(name, flags.env, '/canary/promote'));
+  if (flags.json) return printJson(ctx.out, s);
+  ctx.out.stdout(`promoted ${s.current_revision} of ${s.name} in ${s.environment}: it takes all traffic (previous: ${s.previous_revision ?? '-'}); status: ${stateOf(s)}\n`);
+}

@@ -206,6 +206,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
       backoff.connectionEnded(performance.now() - connectedAt);
       connectedAt = 0;
       if (code === AGENT_CLOSE.deviceDeleted) log.error('this device was deleted from the registry');
+      if (code === AGENT_CLOSE.tokenRotated) log.error('this device was given a new agent token; start the agent with it (TETHER_DEVICE_TOKEN)');
       if (state === 'stopped') return;
       retry({ closed: { code, reason, err: socket.error?.message } });
     });

@@ -13,6 +13,7 @@ import { createErrorRenderer, errorHandler, parserRejection } from './http/error
 import { fleetErrorDialect } from './fleet/envelope';
 import { createSlidingWindowLimiter } from './http/rate-limit';
 import { requestId } from './http/request-id';
+import { createIdempotency } from './http/idempotency';
 import type { RelayPort } from './ports';
 import { DEVICE_LIST_PER_MINUTE, deviceRoutes } from './devices/routes';
 import { healthRoutes } from './http/health';
@@ -32,6 +33,7 @@ import { createRecorder, type RecorderSettings } from './recordings/recorder';
 import { createEventHub } from './events/hub';
 import { eventRoutes } from './events/routes';
 import { consoleRoutes } from './console/routes';
+import { openApiRoutes } from './openapi/routes';
 import type { SessionRow } from './store/sessions';
 import type { PresenceChange } from './store/devices';
 import { recordingRoutes, recordingViewer } from './recordings/routes';
@@ -118,18 +120,26 @@ export function createApi(deps: ApiDeps) {
 
   const loginFailures = createSlidingWindowLimiter(LOGIN_FAILURES_PER_MINUTE, minute, now);
   const eventsHttp = eventRoutes({ hub: events, tokens, now });
-  const publicRoutes = [healthRoutes(store, metrics), publicIdentityRoutes(identity, loginFailures), eventsHttp.open, consoleRoutes(deps.consoleDir)];
+  const publicRoutes = [
+    healthRoutes(store, metrics),
+    publicIdentityRoutes(identity, loginFailures),
+    eventsHttp.open,
+    consoleRoutes(deps.consoleDir),
+    openApiRoutes(),
+  ];
   for (const r of publicRoutes) app.use(r.routes());
 
   app.use(authenticate(tokens, now));
+  const idempotent = createIdempotency(store, now);
   const routes = [
-    identityRoutes(identity, accounts, loginFailures),
+    identityRoutes(identity, accounts, loginFailures, idempotent),
     deviceRoutes({
       store,
       identity,
       sessions,
       relay,
       listLimiter: createSlidingWindowLimiter(DEVICE_LIST_PER_MINUTE, minute, now),
+      idempotent,
     }),
     sessionRoutes({
       store,
@@ -138,12 +148,13 @@ export function createApi(deps: ApiDeps) {
       wsBase: deps.wsBase,
       openLimiter: createSlidingWindowLimiter(SESSION_OPEN_PER_MINUTE, minute, now),
       auditLimiter: createSlidingWindowLimiter(AUDIT_LIST_PER_MINUTE, minute, now),
+      idempotent,
       recordingOf: recordingViewer(store, recorder),
     }),
     recordingRoutes({ store, sessions, recorder, now }),
     eventsHttp.authed,
-    serviceRoutes(deployments, store),
-    fleetRoutes(createFleet(store, now)),
+    serviceRoutes(deployments, store, idempotent),
+    fleetRoutes(createFleet(store, now), idempotent),
   ];
   for (const r of routes) app.use(r.routes());
 
@@ -193,6 +204,8 @@ export function createApi(deps: ApiDeps) {
     recordBytes: (counts: Map<string, { toDevice: number; fromDevice: number }>) => store.sessions.addBytes(counts),
     /** Reconciles sessions left open by a previous run and arms the expiry timer. */
     start() {
+      const abandoned = store.idempotency.abandonUnfinished();
+      if (abandoned > 0) log.info('forgot idempotency keys of requests the last run did not finish', { count: abandoned });
       const reconciled = sessions.reconcile();
       if (reconciled.expired + reconciled.closed > 0) log.info('reconciled sessions left open', reconciled);
       sessions.start();

@@ -11,12 +11,16 @@ export const ERROR_CODES = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  /** A stale `If-Match`: the resource changed since the caller read it. */
+  precondition_failed: 412,
   request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unprocessable_entity: 422,
   invalid_spec: 422,
   target_not_allowed: 422,
+  /** An `Idempotency-Key` sent again with another request. */
+  idempotency_key_reused: 422,
   rate_limited: 429,
   internal_error: 500,
   /** A cluster's control node cannot reach its bus (NATS): nothing can reach the devices now. */

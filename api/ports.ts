@@ -11,6 +11,8 @@ export interface RelayPort {
   sessionClosed(session: SessionRow): void;
   /** A device left the registry: disconnect its agent. */
   deviceDeleted(deviceId: string): void;
+  /** A device got a new agent token: disconnect the agent that still uses the old one. */
+  agentTokenRotated(deviceId: string): void;
   /** A token was revoked: close the streams it admitted. */
   tokenRevoked(tokenId: string): void;
   /**
@@ -25,5 +27,6 @@ export const detachedRelay: RelayPort = {
   sessionOpened() {},
   sessionClosed() {},
   deviceDeleted() {},
+  agentTokenRotated() {},
   tokenRevoked() {},
 };

@@ -139,6 +139,11 @@ export function createBroker(deps: BrokerDeps) {
       agents.disconnect(deviceId, AGENT_CLOSE.deviceDeleted, 'device deleted');
     },
 
+    /** Disconnects the agent of a device whose token was replaced (it answers 401 from now on). */
+    agentTokenRotated(deviceId: string): void {
+      agents.disconnect(deviceId, AGENT_CLOSE.tokenRotated, 'agent token rotated');
+    },
+
     /** Closes the streams a revoked token admitted. */
     tokenRevoked(tokenId: string): void {
       streams.endToken(tokenId);

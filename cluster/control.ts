@@ -248,6 +248,10 @@ export function createControl(deps: ControlDeps) {
         broker?.deviceDeleted(deviceId);
         broadcast({ type: 'device.deleted', device_id: deviceId });
       },
+      agentTokenRotated(deviceId: string): void {
+        broker?.agentTokenRotated(deviceId);
+        broadcast({ type: 'device.token_rotated', device_id: deviceId });
+      },
       tokenRevoked(tokenId: string): void {
         broker?.tokenRevoked(tokenId);
         broadcast({ type: 'token.revoked', token_id: tokenId });

@@ -193,6 +193,9 @@ export function createEdge(deps: EdgeDeps) {
       case 'token.revoked':
         for (const [k, v] of grants) if (v.grant.tokenId === msg.token_id) grants.delete(k);
         break;
+      case 'device.token_rotated':
+        for (const [k, v] of agentProofs) if (v.deviceId === msg.device_id) agentProofs.delete(k);
+        break;
       case 'device.deleted':
         for (const [k, v] of agentProofs) if (v.deviceId === msg.device_id) agentProofs.delete(k);
         for (const [k, v] of grants) if (v.grant.deviceId === msg.device_id) grants.delete(k);

@@ -34,6 +34,9 @@ export function followCluster(deps: NodeRoleDeps): void {
       case 'device.deleted':
         broker.deviceDeleted(body.device_id);
         break;
+      case 'device.token_rotated':
+        broker.agentTokenRotated(body.device_id);
+        break;
       case 'stream.refused':
         broker.streamRefused(body.device_id, body.stream_id, body.message);
         break;

@@ -20,6 +20,7 @@ export interface LocalBroker {
   /** Ends the session's stream if it runs here and tells the agent if it is connected here. */
   sessionClosed(s: { session_id: string; device_id: string }, reason: CloseReason): void;
   deviceDeleted(deviceId: string): void;
+  agentTokenRotated(deviceId: string): void;
   tokenRevoked(tokenId: string): void;
   streamRefused(deviceId: string, streamId: string, message: string): boolean;
   agents(): Iterable<HeldAgent>;

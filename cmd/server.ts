@@ -86,6 +86,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
         sessionOpened: (s) => control.relay.sessionOpened(s),
         sessionClosed: (s) => control.relay.sessionClosed(s, s.close_reason ?? 'closed'),
         deviceDeleted: (id) => control.relay.deviceDeleted(id),
+        agentTokenRotated: (id) => control.relay.agentTokenRotated(id),
         tokenRevoked: (id) => control.relay.tokenRevoked(id),
         available: () => control.relay.available(),
       }
@@ -93,6 +94,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
         sessionOpened: (s) => broker.sessionOpened(s),
         sessionClosed: (s) => broker.sessionClosed(s, s.close_reason ?? 'closed'),
         deviceDeleted: (id) => broker.deviceDeleted(id),
+        agentTokenRotated: (id) => broker.agentTokenRotated(id),
         tokenRevoked: (id) => broker.tokenRevoked(id),
       };
   const api = createApi({

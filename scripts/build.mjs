@@ -5,6 +5,7 @@
 import { build } from 'esbuild';
 import { chmod, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
 
 const { version } = JSON.parse(await readFile('package.json', 'utf8'));
@@ -85,6 +86,22 @@ for (const name of await readdir('dist/console/assets')) {
   await writeFile(`${path}.gz`, gzipSync(await readFile(path), { level: 9 }));
 }
 await writeFile('dist/console/index.html.gz', gzipSync(page, { level: 9 }));
+
+// The OpenAPI document, from the same schemas the server validates with (api/openapi/): a tiny
+// bundle that builds it, run here, so docs/openapi.json is what this build serves.
+await build({
+  ...common,
+  sourcemap: false,
+  stdin: {
+    contents: "export { buildOpenApiDocument, serializeDocument } from './api/openapi/document';",
+    resolveDir: '.',
+    loader: 'ts',
+  },
+  outfile: 'dist/openapi.cjs',
+  packages: 'external',
+});
+const openapi = createRequire(import.meta.url)('../dist/openapi.cjs');
+await writeFile('docs/openapi.json', openapi.serializeDocument(openapi.buildOpenApiDocument()));
 
 // Both bundles are commands: `npx tether`, `./tether-agent.js`.
 await Promise.all([chmod('dist/tether.cjs', 0o755), chmod('dist/tether-agent.js', 0o755)]);

@@ -134,6 +134,7 @@ export const broadcastMessage = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('token.revoked'), token_id: z.string() }),
   z.object({ type: z.literal('device.deleted'), device_id: deviceId }),
+  z.object({ type: z.literal('device.token_rotated'), device_id: deviceId }),
   /** An agent refused a stream whose client may sit on another node. */
   z.object({ type: z.literal('stream.refused'), device_id: deviceId, stream_id: z.string(), message: z.string() }),
   /** The control node (re)started or reconnected: every node sends a presence snapshot. */

@@ -38,6 +38,8 @@ export const AGENT_CLOSE = {
   replaced: 4409,
   /** The device was deleted from the registry; its token no longer works. */
   deviceDeleted: 4410,
+  /** The device's agent token was replaced (`POST /v1/devices/{id}/agent-token`); the old one no longer works. */
+  tokenRotated: 4411,
   /** The agent sent something that is not a valid control message. */
   protocolError: 4400,
 } as const;

@@ -4,6 +4,7 @@
  * audit rows, so a crash never leaves a half-applied revision; the runtime is told only after
  * the commit, and rollouts still `deploying` are resumed at start-up.
  */
+import { etagOf, unconditional, type Precondition } from '../preconditions';
 import type { Logger } from '../../shared/log';
 import { ApiError, conflict, notFound } from '../errors';
 import { requireAccess } from '../access';
@@ -37,6 +38,12 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
   }
 
   const revisionRow = (row: ServiceRow, revision: string): RevisionRow => repo.revision(row.name, row.environment, revision)!;
+
+  /** The service's tag: its rollouts and revisions, not how far the runtime has got. */
+  const serviceTag = (row: ServiceRow) =>
+    etagOf(['service', row.name, row.environment, row.rollout, row.current_revision, row.previous_revision, row.canary_revision, row.canary_weight]);
+  /** The canary state's tag: which revisions take what share of the traffic. */
+  const canaryTag = (row: ServiceRow) => etagOf(['canary', row.name, row.environment, row.current_revision, row.canary_revision, row.canary_weight]);
 
   /** What the runtime should be running for a service row. */
   function targetOf(row: ServiceRow): RolloutTarget {
@@ -140,9 +147,10 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
   }
 
   /** Weight 0 halts, 100 promotes, anything between shifts traffic. */
-  function setWeight(principal: Principal, env: Environment, name: string, weight: number) {
+  function setWeight(principal: Principal, env: Environment, name: string, weight: number, precondition: Precondition = unconditional) {
     requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `changing canaries in ${env}`);
     const row = serviceOr404(name, env);
+    precondition(canaryTag(row));
     if (!row.canary_revision) throw conflict(`${name} in ${env} has no canary deployed`);
     if (weight === 100) return canaryView(promoteRow(principal, row));
     const next = { ...row, canary_weight: weight };
@@ -156,7 +164,7 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
 
   return {
     /** Validates a service spec and, unless `dryRun`, deploys it. */
-    apply(principal: Principal, env: Environment, yaml: string, dryRun: boolean) {
+    apply(principal: Principal, env: Environment, yaml: string, dryRun: boolean, precondition: Precondition = unconditional) {
       requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `deploying to ${env}`);
       const parsed = parseSpec(yaml);
       if (!parsed.ok) {
@@ -165,6 +173,7 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
       const { spec, revision } = parsed;
       const at = iso();
       const existing = repo.get(spec.service.name, env);
+      precondition(existing && serviceTag(existing));
       const rollout = (existing?.rollout ?? 0) + 1;
       const canary = spec.deployment.strategy === 'canary' && existing !== undefined && existing.current_revision !== revision;
       const base = {
@@ -249,9 +258,10 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
     },
 
     /** A new deployment of an earlier revision's image and stored spec. */
-    rollback(principal: Principal, env: Environment, name: string, revision: string | undefined) {
+    rollback(principal: Principal, env: Environment, name: string, revision: string | undefined, precondition: Precondition = unconditional) {
       requireAccess(principal, 'deployments:write', ROLLBACK_ROLE[env], `rolling back in ${env}`);
       const row = serviceOr404(name, env);
+      precondition(serviceTag(row));
       const targetRevision = revision ?? row.previous_revision;
       if (!targetRevision) throw conflict(`${name} in ${env} has no previous revision to roll back to`);
       const target = repo.revision(name, env, targetRevision);
@@ -282,9 +292,10 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
     },
 
     /** Removes the service in that environment for good; its pods are terminated. */
-    remove(principal: Principal, env: Environment, name: string) {
+    remove(principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional) {
       requireAccess(principal, 'deployments:write', 'platform-engineer', 'deleting services');
       const row = serviceOr404(name, env);
+      precondition(serviceTag(row));
       store.db.transaction(() => {
         repo.delete(name, env);
         audit('service.deleted', row, row.current_revision, principal.username);
@@ -301,13 +312,21 @@ export function createDeployments({ store, runtime, log, now }: DeploymentDeps) 
 
     setWeight,
 
-    halt: (principal: Principal, env: Environment, name: string) => setWeight(principal, env, name, 0),
+    halt: (principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional) =>
+      setWeight(principal, env, name, 0, precondition),
 
-    promote(principal: Principal, env: Environment, name: string) {
+    promote(principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional) {
       requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `changing canaries in ${env}`);
       const row = serviceOr404(name, env);
+      precondition(canaryTag(row));
       if (!row.canary_revision) throw conflict(`${name} in ${env} has no canary deployed`);
       return view(promoteRow(principal, row), { previous: true, dryRun: false });
+    },
+
+    /** The current tags of a service and of its canary state (none: no such service). */
+    tags(env: Environment, name: string): { service?: string; canary?: string } {
+      const row = SERVICE_NAME.test(name) ? repo.get(name, env) : undefined;
+      return row ? { service: serviceTag(row), canary: canaryTag(row) } : {};
     },
 
     /** A runtime report: replicas ready for a rollout; stale rollouts are ignored. */

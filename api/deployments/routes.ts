@@ -1,5 +1,6 @@
 /** @module The deployment interface (docs/http-api.md, deployments): `env` on every operation. */
 import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { ApiError } from '../errors';
 import { readRawBody } from '../http/body';
@@ -9,27 +10,29 @@ import { dateTimeParam, offsetOf, pagingParams, parseBody, parseQuery } from '..
 import type { Deployments } from './deployments';
 import type { Store } from '../store/index';
 import { ok, okList } from '../http/envelope';
+import { ifMatchOf, setEtag } from '../http/etag';
+import type { Environment } from '../store/services';
 
 const env = z.enum(['dev', 'staging', 'prod'], {
   error: (issue) => (issue.input === undefined ? 'is required: dev, staging or prod' : 'must be dev, staging or prod'),
 });
-const envOnly = z.strictObject({ env });
+export const envOnly = z.strictObject({ env });
 const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
 
-const applyQuery = z.strictObject({
+export const applyQuery = z.strictObject({
   env,
   dry_run: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false').transform((v) => v === 'true'),
 });
-const listQuery = z.strictObject({
+export const listQuery = z.strictObject({
   env,
   status: z.enum(['healthy', 'degraded', 'failed', 'deploying']).optional(),
   ...pagingParams(200, 50),
 });
-const historyQuery = z.strictObject({ env, ...pagingParams(100, 20) });
-const rollbackQuery = z.strictObject({ env, revision: z.string().regex(/^v\d+\.\d+\.\d+$/, 'must be a revision like v1.4.2').optional() });
-const emptyBody = z.strictObject({});
-const weightBody = z.strictObject({ weight: z.number().int('must be a whole number').min(0).max(100) });
-const auditQuery = z.strictObject({
+export const historyQuery = z.strictObject({ env, ...pagingParams(100, 20) });
+export const rollbackQuery = z.strictObject({ env, revision: z.string().regex(/^v\d+\.\d+\.\d+$/, 'must be a revision like v1.4.2').optional() });
+export const emptyBody = z.strictObject({});
+export const weightBody = z.strictObject({ weight: z.number().int('must be a whole number').min(0).max(100) });
+export const auditQuery = z.strictObject({
   ...pagingParams(200, 50),
   service: z.string().min(1).max(63).optional(),
   env: env.optional(),
@@ -38,8 +41,10 @@ const auditQuery = z.strictObject({
   since: dateTimeParam.optional(),
 });
 
-export function serviceRoutes(deployments: Deployments, store: Store): Router {
+export function serviceRoutes(deployments: Deployments, store: Store, idempotent: Middleware): Router {
   const router = new Router();
+  const serviceTag = (ctx: Context, env: Environment, name: string) => setEtag(ctx, deployments.tags(env, name).service);
+  const canaryTag = (ctx: Context, env: Environment, name: string) => setEtag(ctx, deployments.tags(env, name).canary);
 
   router.get('/v1/services', function listServices(ctx) {
     const q = parseQuery(ctx, listQuery);
@@ -47,24 +52,28 @@ export function serviceRoutes(deployments: Deployments, store: Store): Router {
     okList(ctx, items, q, total);
   });
 
-  router.post('/v1/services', async function applySpec(ctx) {
+  router.post('/v1/services', idempotent, async function applySpec(ctx) {
     const q = parseQuery(ctx, applyQuery);
     const type = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase();
     if (!YAML_TYPES.includes(type)) {
       throw new ApiError('unsupported_media_type', `send the service spec as ${YAML_TYPES.join(', ')}; got ${type || 'no content type'}`);
     }
     const yaml = (await readRawBody(ctx)).toString('utf8');
-    ok(ctx, deployments.apply(principalOf(ctx), q.env, yaml, q.dry_run));
+    const applied = deployments.apply(principalOf(ctx), q.env, yaml, q.dry_run, ifMatchOf(ctx));
+    if (!q.dry_run) serviceTag(ctx, q.env, applied.name);
+    ok(ctx, applied);
   });
 
   router.get('/v1/services/:serviceName', function getService(ctx) {
     const q = parseQuery(ctx, envOnly);
-    ok(ctx, deployments.get(principalOf(ctx), q.env, ctx.params.serviceName!));
+    const service = deployments.get(principalOf(ctx), q.env, ctx.params.serviceName!);
+    serviceTag(ctx, q.env, service.name);
+    ok(ctx, service);
   });
 
   router.delete('/v1/services/:serviceName', function deleteService(ctx) {
     const q = parseQuery(ctx, envOnly);
-    ok(ctx, deployments.remove(principalOf(ctx), q.env, ctx.params.serviceName!));
+    ok(ctx, deployments.remove(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx)));
   });
 
   router.get('/v1/services/:serviceName/revisions', function revisionHistory(ctx) {
@@ -76,28 +85,38 @@ export function serviceRoutes(deployments: Deployments, store: Store): Router {
   router.post('/v1/services/:serviceName/rollback', async function rollback(ctx) {
     const q = parseQuery(ctx, rollbackQuery);
     await parseBody(ctx, emptyBody);
-    ok(ctx, deployments.rollback(principalOf(ctx), q.env, ctx.params.serviceName!, q.revision));
+    const service = deployments.rollback(principalOf(ctx), q.env, ctx.params.serviceName!, q.revision, ifMatchOf(ctx));
+    serviceTag(ctx, q.env, service.name);
+    ok(ctx, service);
   });
 
   router.get('/v1/services/:serviceName/canary', function getCanary(ctx) {
     const q = parseQuery(ctx, envOnly);
-    ok(ctx, deployments.canary(principalOf(ctx), q.env, ctx.params.serviceName!));
+    const canary = deployments.canary(principalOf(ctx), q.env, ctx.params.serviceName!);
+    canaryTag(ctx, q.env, canary.service);
+    ok(ctx, canary);
   });
 
   router.put('/v1/services/:serviceName/canary/weight', async function setCanaryWeight(ctx) {
     const q = parseQuery(ctx, envOnly);
     const body = await parseBody(ctx, weightBody);
-    ok(ctx, deployments.setWeight(principalOf(ctx), q.env, ctx.params.serviceName!, body.weight));
+    const canary = deployments.setWeight(principalOf(ctx), q.env, ctx.params.serviceName!, body.weight, ifMatchOf(ctx));
+    canaryTag(ctx, q.env, canary.service);
+    ok(ctx, canary);
   });
 
   router.post('/v1/services/:serviceName/canary/halt', function haltCanary(ctx) {
     const q = parseQuery(ctx, envOnly);
-    ok(ctx, deployments.halt(principalOf(ctx), q.env, ctx.params.serviceName!));
+    const canary = deployments.halt(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx));
+    canaryTag(ctx, q.env, canary.service);
+    ok(ctx, canary);
   });
 
   router.post('/v1/services/:serviceName/canary/promote', function promoteCanary(ctx) {
     const q = parseQuery(ctx, envOnly);
-    ok(ctx, deployments.promote(principalOf(ctx), q.env, ctx.params.serviceName!));
+    const service = deployments.promote(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx));
+    serviceTag(ctx, q.env, service.name);
+    ok(ctx, service);
   });
 
   router.get('/v1/audit/deployments', function listDeploymentAudit(ctx) {

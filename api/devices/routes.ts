@@ -1,5 +1,6 @@
 /** @module The device registry and agent presence (docs/http-api.md, endpoints). */
 import Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { z } from 'zod';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
@@ -11,13 +12,16 @@ import type { Sessions } from '../sessions/sessions';
 import type { Store } from '../store/index';
 import type { RelayPort } from '../ports';
 import { ok, okList } from '../http/envelope';
+import { ifMatchOf, setEtag } from '../http/etag';
+import { etagOf } from '../preconditions';
+import type { Device } from '../store/devices';
 
 export const DEVICE_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 export const deviceIdSchema = z.string().regex(DEVICE_ID_PATTERN, 'must be 1-64 characters of [A-Za-z0-9._-]');
 
 export const DEVICE_LIST_PER_MINUTE = 120;
 
-const newDeviceBody = z.strictObject({
+export const newDeviceBody = z.strictObject({
   device_id: deviceIdSchema,
   labels: z
     .record(z.string().min(1).max(64), z.string().max(256))
@@ -25,7 +29,9 @@ const newDeviceBody = z.strictObject({
     .optional(),
 });
 
-const listQuery = z.strictObject({
+export const emptyBody = z.strictObject({});
+
+export const listQuery = z.strictObject({
   ...pagingParams(200, 50),
   agent_status: z.enum(['online', 'offline']).optional(),
 });
@@ -36,10 +42,17 @@ export interface DeviceRoutesDeps {
   sessions: Sessions;
   relay: RelayPort;
   listLimiter: RateLimiter;
+  /** Safe retries of the POSTs (api/http/idempotency.ts). */
+  idempotent: Middleware;
 }
 
-export function deviceRoutes({ store, identity, sessions, relay, listLimiter }: DeviceRoutesDeps): Router {
+export function deviceRoutes({ store, identity, sessions, relay, listLimiter, idempotent }: DeviceRoutesDeps): Router {
   const router = new Router();
+
+  /** The device's tag: what operators change (labels, its token), not its agent's presence. */
+  function deviceTag(d: Device): string {
+    return etagOf(['device', d.device_id, d.created_at, d.labels, store.devices.tokenHash(d.device_id)]);
+  }
 
   function deviceOr404(id: string) {
     const device = DEVICE_ID_PATTERN.test(id) ? store.devices.get(id) : undefined;
@@ -47,10 +60,12 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter }: 
     return device;
   }
 
-  router.post('/v1/devices', async function addDevice(ctx) {
+  router.post('/v1/devices', idempotent, async function addDevice(ctx) {
     const body = await parseBody(ctx, newDeviceBody);
     requireAccess(principalOf(ctx), 'devices:write', 'administrator', 'registering devices');
-    ok(ctx, identity.createDevice(body.device_id, body.labels ?? {}), 201);
+    const created = identity.createDevice(body.device_id, body.labels ?? {});
+    setEtag(ctx, deviceTag(deviceOr404(created.device_id)));
+    ok(ctx, created, 201);
   });
 
   router.get('/v1/devices', rateLimit(listLimiter, DEVICE_LIST_PER_MINUTE), function listDevices(ctx) {
@@ -62,7 +77,9 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter }: 
 
   router.get('/v1/devices/:id', function getDevice(ctx) {
     requireAccess(principalOf(ctx), 'devices:read', 'developer');
-    ok(ctx, deviceOr404(ctx.params.id!));
+    const device = deviceOr404(ctx.params.id!);
+    setEtag(ctx, deviceTag(device));
+    ok(ctx, device);
   });
 
   router.get('/v1/devices/:id/agent-status', function getAgentStatus(ctx) {
@@ -73,11 +90,24 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter }: 
 
   router.delete('/v1/devices/:id', function deleteDevice(ctx) {
     requireAccess(principalOf(ctx), 'devices:write', 'administrator', 'deleting devices');
-    const { device_id } = deviceOr404(ctx.params.id!);
+    const device = deviceOr404(ctx.params.id!);
+    ifMatchOf(ctx)(deviceTag(device));
+    const { device_id } = device;
     const closed = sessions.closeAllOfDevice(device_id, 'device_deleted');
     store.devices.delete(device_id);
     relay.deviceDeleted(device_id);
     ok(ctx, { device_id, deleted: true, sessions_closed: closed.length });
+  });
+
+  router.post('/v1/devices/:id/agent-token', idempotent, async function rotateAgentToken(ctx) {
+    await parseBody(ctx, emptyBody);
+    requireAccess(principalOf(ctx), 'devices:write', 'administrator', 'replacing agent tokens');
+    const device = deviceOr404(ctx.params.id!);
+    ifMatchOf(ctx)(deviceTag(device));
+    const rotated = identity.rotateAgentToken(device.device_id)!;
+    relay.agentTokenRotated(device.device_id);
+    setEtag(ctx, deviceTag(device));
+    ok(ctx, rotated);
   });
 
   return router;

@@ -23,7 +23,7 @@ import { maySee, type EventHub, type TetherEvent } from './hub';
 const TICKET_MS = 30_000;
 const BEAT_MS = 15_000;
 
-const streamQuery = z.strictObject({ ticket: z.string().min(1).max(100).optional() });
+export const streamQuery = z.strictObject({ ticket: z.string().min(1).max(100).optional() });
 
 export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; now: () => number }) {
   const { hub, tokens, now } = deps;

@@ -2,6 +2,7 @@
  * @module Fleet groups and vehicles (docs/http-api.md, fleet groups). Every id is resolved within
  * the caller's tenant, so another tenant's group or vehicle is a 404 exactly like a missing one.
  */
+import { etagOf, unconditional, type Precondition } from '../preconditions';
 import { randomBase32 } from '../../shared/ids';
 import { isUniqueViolation, type Store } from '../store/index';
 import type { GroupRow, VehicleRow } from '../store/fleet';
@@ -36,6 +37,8 @@ const groupView = (g: GroupRow) => ({
   created_at: g.created_at,
   created_by: g.created_by,
 });
+
+const groupTagOf = (g: GroupRow) => etagOf(['group', groupView(g)]);
 
 const vehicleView = (v: VehicleRow) => ({
   vehicle_id: v.vehicle_id,
@@ -87,6 +90,12 @@ export function createFleet(store: Store, now: () => number) {
 
     getGroup: (tenant: string, groupId: string) => groupView(groupOr404(tenant, groupId)),
 
+    /** The group's tag: its fields and how many vehicles it holds (none: no such group). */
+    groupTag(tenant: string, groupId: string): string | undefined {
+      const g = fleet.group(tenant, groupId);
+      return g && groupTagOf(g);
+    },
+
     registerVehicle(tenant: string, input: { vin: string; vehicle_id?: string | undefined; device_id?: string | undefined }) {
       if (input.device_id !== undefined && !store.devices.get(input.device_id)) {
         throw new FleetError('VALIDATION_ERROR', `no device ${input.device_id} is registered`, [
@@ -111,9 +120,11 @@ export function createFleet(store: Store, now: () => number) {
       return vehicleView(fleet.vehicle(tenant, row.vehicle_id)!);
     },
 
-    assign(tenant: string, actor: string, vehicleId: string, groupId: string) {
+    /** Moves a vehicle into a group; `precondition` is checked against that group's tag. */
+    assign(tenant: string, actor: string, vehicleId: string, groupId: string, precondition: Precondition = unconditional) {
       if (!fleet.vehicle(tenant, vehicleId)) throw new FleetError('VEHICLE_NOT_FOUND', `no vehicle ${vehicleId} in this tenant`);
       const g = groupOr404(tenant, groupId);
+      precondition(groupTagOf(g));
       const v = fleet.assign(tenant, vehicleId, groupId, iso(), actor);
       return {
         vehicle_id: v.vehicle_id,

@@ -2,8 +2,9 @@
  * @module The fleet interface (docs/http-api.md, fleet groups): its own envelope and errors, the tenant in
  * `X-Tenant-ID` checked against the token's tenants, and scopes `fleet:read` / `fleet:write`.
  */
+import { ifMatchOf, setEtag } from '../http/etag';
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { z } from 'zod';
 import { principalOf } from '../http/auth';
 import { readJsonBody } from '../http/body';
@@ -15,19 +16,19 @@ import type { Fleet } from './fleet';
 const TENANT = /^[A-Za-z0-9._-]{1,64}$/;
 const VIN = /^[A-HJ-NPR-Z0-9]{17}$/;
 
-const groupBody = z.strictObject({
+export const groupBody = z.strictObject({
   name: z.string().max(1000).refine((n) => n.trim().length > 0, 'must not be blank').refine((n) => n.trim().length <= 100, 'must be at most 100 characters'),
   description: z.string().max(1000).optional(),
   region: z.string().regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'must be a lower-case hyphenated region name, e.g. eu-west-1').max(64).optional(),
   tags: z.array(z.string().min(1).max(64)).max(50).optional(),
 });
-const vehicleBody = z.strictObject({
+export const vehicleBody = z.strictObject({
   vin: z.string().regex(VIN, 'must be 17 characters of A-Z (without I, O, Q) and 0-9'),
   vehicle_id: z.string().regex(/^veh_[a-z0-9]{1,40}$/, 'must look like veh_ followed by lower-case letters and digits').optional(),
   device_id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a device id').optional(),
 });
-const assignBody = z.strictObject({ group_id: z.string().min(1).max(64) });
-const pageQuery = z.strictObject({ page: intParam(1, 1_000_000, 1), limit: intParam(1, 100, 20) });
+export const assignBody = z.strictObject({ group_id: z.string().min(1).max(64) });
+export const pageQuery = z.strictObject({ page: intParam(1, 1_000_000, 1), limit: intParam(1, 100, 20) });
 
 type Scope = 'fleet:read' | 'fleet:write';
 
@@ -76,13 +77,15 @@ async function bodyOf<S extends z.ZodType>(ctx: Context, schema: S, required: st
 const pageOf = (ctx: Context) => parseQuery(ctx, pageQuery);
 
 
-export function fleetRoutes(fleet: Fleet): Router {
+export function fleetRoutes(fleet: Fleet, idempotent: Middleware): Router {
   const router = new Router();
 
-  router.post('/v1/fleet/groups', async function createGroup(ctx) {
+  router.post('/v1/fleet/groups', idempotent, async function createGroup(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, groupBody, ['name']);
-    success(ctx, fleet.createGroup(tenant, principalOf(ctx).username, body), 201);
+    const group = fleet.createGroup(tenant, principalOf(ctx).username, body);
+    setEtag(ctx, fleet.groupTag(tenant, group.group_id));
+    success(ctx, group, 201);
   });
 
   router.get('/v1/fleet/groups', function listGroups(ctx) {
@@ -92,7 +95,9 @@ export function fleetRoutes(fleet: Fleet): Router {
 
   router.get('/v1/fleet/groups/:groupId', function getGroup(ctx) {
     const tenant = tenantOf(ctx, 'fleet:read');
-    success(ctx, fleet.getGroup(tenant, ctx.params.groupId!));
+    const group = fleet.getGroup(tenant, ctx.params.groupId!);
+    setEtag(ctx, fleet.groupTag(tenant, group.group_id));
+    success(ctx, group);
   });
 
   router.get('/v1/fleet/groups/:groupId/vehicles', function groupVehicles(ctx) {
@@ -100,7 +105,7 @@ export function fleetRoutes(fleet: Fleet): Router {
     success(ctx, fleet.groupVehicles(tenant, ctx.params.groupId!, pageOf(ctx)));
   });
 
-  router.post('/v1/fleet/vehicles', async function registerVehicle(ctx) {
+  router.post('/v1/fleet/vehicles', idempotent, async function registerVehicle(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, vehicleBody, ['vin']);
     success(ctx, fleet.registerVehicle(tenant, body), 201);
@@ -109,7 +114,7 @@ export function fleetRoutes(fleet: Fleet): Router {
   router.put('/v1/fleet/vehicles/:vehicleId/group', async function assignVehicle(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, assignBody, ['group_id']);
-    success(ctx, fleet.assign(tenant, principalOf(ctx).username, ctx.params.vehicleId!, body.group_id));
+    success(ctx, fleet.assign(tenant, principalOf(ctx).username, ctx.params.vehicleId!, body.group_id, ifMatchOf(ctx)));
   });
 
   return router;

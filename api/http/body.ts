@@ -9,8 +9,15 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 const tooLarge = () => new ApiError('payload_too_large', `request body exceeds ${MAX_BODY_BYTES} bytes`);
 
-/** The raw body, at most `limit` bytes. */
+/** The raw body, at most `limit` bytes; read once, so a second call (after a middleware's) gets it again. */
 export async function readRawBody(ctx: Context, limit = MAX_BODY_BYTES): Promise<Buffer> {
+  const read = ctx.state.rawBody as Buffer | undefined;
+  if (read) return read;
+  ctx.state.rawBody = await readUncached(ctx, limit);
+  return ctx.state.rawBody as Buffer;
+}
+
+async function readUncached(ctx: Context, limit: number): Promise<Buffer> {
   const declared = Number(ctx.get('content-length') || 0);
   if (declared > limit) throw tooLarge();
   const chunks: Buffer[] = [];

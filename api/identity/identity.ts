@@ -141,6 +141,13 @@ export function createIdentity(store: Store, now: () => number) {
       return { device_id: deviceId, agent_status: 'offline' as const, agent_token: agentToken };
     },
 
+    /** A new agent token for a device; the old one stops working. Undefined: no such device. */
+    rotateAgentToken(deviceId: string): { device_id: string; agent_token: string } | undefined {
+      const agentToken = newSecret(AGENT_TOKEN_PREFIX);
+      if (!store.devices.replaceTokenHash(deviceId, sha256Hex(agentToken))) return undefined;
+      return { device_id: deviceId, agent_token: agentToken };
+    },
+
     /** The device an agent token belongs to, if the token is valid. */
     deviceOfAgentToken: (token: string): string | undefined => store.devices.idByTokenHash(sha256Hex(token)),
   };

@@ -1,5 +1,6 @@
 /** @module Users, tokens and `GET /v1/me` (docs/http-api.md, endpoints; users and tokens). */
 import Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { z } from 'zod';
 import { ApiError } from '../errors';
 import { requireAccess, SCOPES } from '../access';
@@ -19,27 +20,27 @@ export const usernameSchema = z
 
 const passwordSchema = z.string().min(8, 'must be at least 8 characters').max(1024);
 
-const newUserBody = z.strictObject({
+export const newUserBody = z.strictObject({
   username: usernameSchema,
   role: roleSchema.nullable().optional(),
   kind: z.enum(['human', 'service']).optional(),
   password: passwordSchema.optional(),
 });
 
-const userChangeBody = z
+export const userChangeBody = z
   .strictObject({
     role: roleSchema.nullable().optional(),
     disabled: z.boolean().optional(),
   })
   .refine((b) => b.role !== undefined || b.disabled !== undefined, 'give role, disabled or both');
 
-const passwordBody = z.strictObject({
+export const passwordBody = z.strictObject({
   password: passwordSchema,
   current_password: z.string().min(1).max(1024).optional(),
   revoke_tokens: z.boolean().optional(),
 });
 
-const tokenListQuery = z
+export const tokenListQuery = z
   .strictObject({
     ...pagingParams(200, 50),
     all: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
@@ -48,14 +49,14 @@ const tokenListQuery = z
   })
   .refine((q) => !(q.all === true && q.username !== undefined), { path: ['all'], message: 'give all=true or username, not both' });
 
-const loginBody = z.strictObject({
+export const loginBody = z.strictObject({
   username: z.string().min(1).max(254),
   password: z.string().min(1).max(1024),
 });
 
 const tenantSchema = z.union([z.literal('*'), z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 of [A-Za-z0-9._-] or *')]);
 
-const tokenBody = z.strictObject({
+export const tokenBody = z.strictObject({
   username: usernameSchema,
   ttl_seconds: z.number().int().min(1).max(SERVICE_TOKEN_MAX_TTL_S).optional(),
   scopes: z.array(z.enum(SCOPES)).max(32).optional(),
@@ -102,7 +103,7 @@ export function publicIdentityRoutes(identity: Identity, failures: RateLimiter):
  * The routes that need a token. `failures` is the login limiter: a wrong current password in a
  * password change counts as a failed login of that user.
  */
-export function identityRoutes(identity: Identity, accounts: Accounts, failures: RateLimiter): Router {
+export function identityRoutes(identity: Identity, accounts: Accounts, failures: RateLimiter, idempotent: Middleware): Router {
   const router = new Router();
 
   router.get('/v1/me', function me(ctx) {
@@ -118,7 +119,7 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
     });
   });
 
-  router.post('/v1/users', async function createUser(ctx) {
+  router.post('/v1/users', idempotent, async function createUser(ctx) {
     const body = await parseBody(ctx, newUserBody);
     requireAccess(principalOf(ctx), 'identity:write', 'administrator', 'creating users');
     ok(ctx, await identity.createUser(body), 201);
@@ -151,7 +152,7 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
     okList(ctx, items, q, total);
   });
 
-  router.post('/v1/tokens', async function issueToken(ctx) {
+  router.post('/v1/tokens', idempotent, async function issueToken(ctx) {
     const body = await parseBody(ctx, tokenBody);
     const issuer = principalOf(ctx);
     requireAccess(issuer, 'identity:write', 'administrator', 'issuing tokens');

@@ -51,7 +51,7 @@ export function recordingViewer(store: Store, recorder: Recorder) {
   };
 }
 
-const recordingQuery = z.strictObject({
+export const recordingQuery = z.strictObject({
   format: z.enum(['cast', 'text'], { error: 'must be cast or text' }).default('cast'),
 });
 

@@ -1,5 +1,6 @@
 /** @module Remote-access sessions and their audit listing (docs/http-api.md, endpoints). */
 import Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { z } from 'zod';
 import { SESSION_PROTOCOLS } from '../../shared/control-channel';
 import { formatTarget, MAX_TARGETS, parseTarget } from '../../shared/forward-targets';
@@ -33,7 +34,7 @@ const forwardTarget = z
     return z.NEVER;
   });
 
-const openBody = z
+export const openBody = z
   .strictObject({
     device_id: z.string().min(1).max(64),
     protocol: z.enum(SESSION_PROTOCOLS),
@@ -51,7 +52,7 @@ const openBody = z
   // The same target named twice (perhaps spelled differently) is one target.
   .transform((body) => (body.targets ? { ...body, targets: [...new Set(body.targets)] } : body));
 
-const listQuery = z.strictObject({
+export const listQuery = z.strictObject({
   ...pagingParams(200, 50),
   device_id: z.string().min(1).max(64).optional(),
   protocol: z.enum(SESSION_PROTOCOLS).optional(),
@@ -60,7 +61,7 @@ const listQuery = z.strictObject({
   has_recording: z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true').optional(),
 });
 
-const auditQuery = z.strictObject({
+export const auditQuery = z.strictObject({
   ...pagingParams(200, 50),
   session_id: z.string().min(1).max(64).optional(),
   device_id: z.string().min(1).max(64).optional(),
@@ -77,6 +78,8 @@ export interface SessionRoutesDeps {
   wsBase: () => string;
   openLimiter: RateLimiter;
   auditLimiter: RateLimiter;
+  /** Safe retries of session opens (api/http/idempotency.ts). */
+  idempotent: Middleware;
   /** The session's recording as its record shows it, or null. */
   recordingOf(sessionId: string): RecordingView | null;
 }
@@ -113,6 +116,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
 
   router.post(
     '/v1/remote-access/sessions',
+    deps.idempotent, // before the limit: a replay opens nothing, so it does not count
     rateLimit(deps.openLimiter, SESSION_OPEN_PER_MINUTE),
     async function openSession(ctx) {
       const body = await parseBody(ctx, openBody);

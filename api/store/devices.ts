@@ -60,6 +60,8 @@ export function createDeviceRepo(db: Db) {
     'SELECT COUNT(*) AS n FROM devices WHERE (? IS NULL OR agent_status = ?)',
   );
   const remove = db.prepare<[string]>('DELETE FROM devices WHERE device_id = ?');
+  const tokenHash = db.prepare<[string], { agent_token_hash: string }>('SELECT agent_token_hash FROM devices WHERE device_id = ?');
+  const setTokenHash = db.prepare<[string, string]>('UPDATE devices SET agent_token_hash = ? WHERE device_id = ?');
   const online = db.prepare<[string | null, string | null, string, string]>(
     "UPDATE devices SET agent_status = 'online', agent_version = ?, forward_allow = ?, last_seen_at = ? WHERE device_id = ?",
   );
@@ -92,6 +94,10 @@ export function createDeviceRepo(db: Db) {
       };
     },
     delete: (deviceId: string): boolean => remove.run(deviceId).changes === 1,
+    /** The hash of the device's agent token (its ETag changes with the token). */
+    tokenHash: (deviceId: string): string | undefined => tokenHash.get(deviceId)?.agent_token_hash,
+    /** Replaces the device's agent token; false if there is no such device. */
+    replaceTokenHash: (deviceId: string, hash: string): boolean => setTokenHash.run(hash, deviceId).changes === 1,
     markOnline: (deviceId: string, agentVersion: string | null, at: string, forwardAllow: readonly string[] | null = null): void => {
       online.run(agentVersion, forwardAllow === null ? null : JSON.stringify(forwardAllow), at, deviceId);
     },

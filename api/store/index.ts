@@ -4,6 +4,7 @@ import { createAuditRepo } from './audit';
 import { openDatabase, type Db } from './db';
 import { createDeviceRepo } from './devices';
 import { createFleetRepo } from './fleet';
+import { createIdempotencyRepo } from './idempotency';
 import { createRecordingRepo } from './recordings';
 import { createServiceRepo } from './services';
 import { createSessionRepo } from './sessions';
@@ -20,6 +21,7 @@ export interface Store {
   services: ReturnType<typeof createServiceRepo>;
   fleet: ReturnType<typeof createFleetRepo>;
   recordings: ReturnType<typeof createRecordingRepo>;
+  idempotency: ReturnType<typeof createIdempotencyRepo>;
   /** A named random secret, created on first use and kept from then on. */
   secret(name: string): Buffer;
   close(): void;
@@ -38,6 +40,7 @@ export function openStore(dataDir: string): Store {
     services: createServiceRepo(db),
     fleet: createFleetRepo(db),
     recordings: createRecordingRepo(db),
+    idempotency: createIdempotencyRepo(db),
     secret(name) {
       db.prepare('INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)').run(name, randomBytes(32));
       return (db.prepare('SELECT value FROM secrets WHERE name = ?').get(name) as { value: Buffer }).value;

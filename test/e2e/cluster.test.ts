@@ -175,6 +175,37 @@ describe('a cluster of one control node and two edges', () => {
     await cluster.admin.del(`/v1/remote-access/sessions/${diag.session_id}`);
   });
 
+  it('a new agent token disconnects the agent on its edge, and the edge no longer admits the old one', async () => {
+    const device = (await cluster.admin.post('/v1/devices', { device_id: 'rotating' })).body.data;
+    const old = startProcess(['agent', '--server', edgeA.url, '--device-id', 'rotating', '--no-warm-shell'], {
+      TETHER_DEVICE_TOKEN: device.agent_token,
+      TETHER_FILES_ROOT: root,
+      TETHER_LOG_LEVEL: 'info',
+    });
+    let newToken = '';
+    try {
+      await waitFor(async () => ((await status('rotating')) === 'online' ? true : undefined), 'the agent online through edge A', 15_000);
+      const rotated = await cluster.admin.post('/v1/devices/rotating/agent-token', {});
+      expect(rotated.status).toBe(200);
+      newToken = rotated.body.data.agent_token;
+      await old.waitForLine(/new agent token/);
+      // Edge A had admitted the old token a moment ago (it keeps agent checks for a minute): refused now.
+      await old.waitForLine(/"status":401/, 15_000);
+      await waitFor(async () => ((await status('rotating')) === 'offline' ? true : undefined), 'the device offline', 15_000);
+    } finally {
+      await old.stop();
+    }
+    const fresh = startProcess(['agent', '--server', edgeA.url, '--device-id', 'rotating', '--no-warm-shell'], {
+      TETHER_DEVICE_TOKEN: newToken,
+      TETHER_FILES_ROOT: root,
+    });
+    try {
+      await waitFor(async () => ((await status('rotating')) === 'online' ? true : undefined), 'the agent with its new token online', 15_000);
+    } finally {
+      await fresh.stop();
+    }
+  });
+
   it('SIGKILL of edge A: the agent is online through B within the backoff ceiling, never offline longer than the deadline', async () => {
     const seen: Array<{ at: number; status: string }> = [];
     let watching = true;

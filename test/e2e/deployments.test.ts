@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';
+import { serviceSpec as ssd } from '../helpers/service-spec';
 
 let stack: Stack;
 let dev: Client;
@@ -17,33 +18,6 @@ beforeAll(async () => {
 });
 afterAll(() => stack.stop());
 
-function ssd(o: { name?: string; tag?: string; replicas?: number; strategy?: string; weight?: number; extra?: string } = {}) {
-  const name = o.name ?? 'web';
-  return [
-    'service:',
-    `  name: ${name}`,
-    `  image: registry.example.com/platform/${name}:${o.tag ?? '1.0.0'}`,
-    'deployment:',
-    `  replicas: ${o.replicas ?? 2}`,
-    ...(o.strategy ? [`  strategy: ${o.strategy}`] : []),
-    ...(o.weight !== undefined ? ['  canary:', `    weight: ${o.weight}`] : []),
-    'remote-access:',
-    '  enabled: true',
-    '  broker-url: wss://broker.example.com/ws',
-    '  protocols: [diagnostics, shell]',
-    'observability: {logs: true, metrics: true, traces: false}',
-    'secrets:',
-    '  vault:',
-    '    - path: secret/data/web',
-    '      env: WEB_TOKEN',
-    'config:',
-    '  env:',
-    '    LOG_LEVEL: info',
-    '    SESSION_TTL_SECONDS: "3600"',
-    ...(o.extra ? [o.extra] : []),
-    '',
-  ].join('\n');
-}
 
 const apply = (c: Client, env: string, yaml: string, query = '') =>
   c.raw('POST', `/v1/services?env=${env}${query}`, yaml, { 'content-type': 'application/yaml' });

@@ -1,4 +1,10 @@
-/** A small JSON client over fetch for the tests: returns status, headers and parsed body. */
+/**
+ * A small JSON client over fetch for the tests: returns status, headers and parsed body. Every
+ * response is checked against the OpenAPI document (./openapi): one that is not as documented
+ * fails the test.
+ */
+import { checkResponse } from './openapi';
+
 export interface Reply<T = any> {
   status: number;
   headers: Headers;
@@ -21,6 +27,7 @@ export function client(baseUrl: string, token?: string): Client {
     if (token !== undefined && !('authorization' in h)) h.authorization = `Bearer ${token}`;
     const res = await fetch(`${baseUrl}${path}`, { method, headers: h, body });
     const text = await res.text();
+    checkResponse({ method, path, status: res.status, headers: res.headers, text });
     let parsed: unknown = text;
     try {
       parsed = JSON.parse(text);

@@ -7,6 +7,7 @@ import m005 from './005-token-bounds';
 import m006 from './006-accounts';
 import m007 from './007-port-forward';
 import m008 from './008-recordings';
+import m009 from './009-idempotency';
 
 export interface Migration {
   version: number;
@@ -23,4 +24,5 @@ export const migrations: readonly Migration[] = [
   { version: 6, name: 'accounts', sql: m006 },
   { version: 7, name: 'port-forward', sql: m007 },
   { version: 8, name: 'recordings', sql: m008 },
+  { version: 9, name: 'idempotency', sql: m009 },
 ];

@@ -44,10 +44,10 @@ describe('createErrorRenderer', () => {
     expect(errors.isKnown(new FleetError('GROUP_NOT_FOUND', 'no group'))).toBe(true);
     for (const path of ['/v1/fleet', '/v1/fleet/groups', '/V1/Fleet/groups/g1']) {
       const { status, body } = errors.render(path, conflict, 'req-2');
-      expect(status, path).toBe(400); // the fleet catalogue has no 409 for a generic conflict
+      expect(status, path).toBe(409); // the fleet catalogue's generic CONFLICT
       expect(body, path).toMatchObject({
         status: 'error',
-        error: { code: 'VALIDATION_ERROR', message: 'name taken', details: [{ path: 'name', message: 'taken' }] },
+        error: { code: 'CONFLICT', message: 'name taken', details: [{ path: 'name', message: 'taken' }] },
         request_id: 'req-2',
       });
     }
@@ -171,10 +171,10 @@ describe('errorHandler and parserRejection on a real server', () => {
 
     it('renders the same error in the fleet envelope on a fleet path', async () => {
       const a = await request(port, 'GET', '/v1/fleet/conflict');
-      expect(a.status).toBe(400);
+      expect(a.status).toBe(409);
       expect(a.body).toMatchObject({
         status: 'error',
-        error: { code: 'VALIDATION_ERROR', message: 'name taken', details: [{ path: 'name', message: 'taken' }] },
+        error: { code: 'CONFLICT', message: 'name taken', details: [{ path: 'name', message: 'taken' }] },
         request_id: a.headers['x-request-id'],
       });
       expect(Date.parse(a.body.timestamp as string)).not.toBeNaN();

@@ -71,7 +71,7 @@ describe('every migration', () => {
       migrate(db);
       expect(db.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
       expect(tablesOf(db)).toEqual([
-        'audit_events', 'deployment_audit', 'devices', 'fleet_groups', 'fleet_vehicles',
+        'audit_events', 'deployment_audit', 'devices', 'fleet_groups', 'fleet_vehicles', 'idempotency_keys',
         'recordings', 'revisions', 'secrets', 'services', 'sessions', 'tokens', 'users',
       ]);
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');

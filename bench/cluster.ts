@@ -215,13 +215,6 @@ export async function clusterBench(plan: ClusterPlan): Promise<Result[]> {
     const onLight = (msg: { event: string }) => {
       if (msg.event === 'dropped') lightDropped++;
     };
-    const realHelpers: Helper[] = [];
-    for (let i = 0; i < 2; i++) {
-      const file = join(dir, `real-${i}.json`);
-      writeFileSync(file, JSON.stringify(realDevices.filter((_, j) => j % 2 === i)));
-      realHelpers.push(helper(['real-agents', [c.url, control.url, a.url, b.url].join(','), file, join(dir, `state-${i}`)], onReal));
-    }
-    helpers.push(...realHelpers);
     const targets = [control.url, a.url, b.url];
     const lightHelpers: Helper[] = [];
     for (let i = 0; i < targets.length; i++) {
@@ -232,6 +225,14 @@ export async function clusterBench(plan: ClusterPlan): Promise<Result[]> {
     }
     helpers.push(...lightHelpers);
     const lightReports = await Promise.all(lightHelpers.map((h) => h.next()));
+    // Then the real agents, onto C.
+    const realHelpers: Helper[] = [];
+    for (let i = 0; i < 2; i++) {
+      const file = join(dir, `real-${i}.json`);
+      writeFileSync(file, JSON.stringify(realDevices.filter((_, j) => j % 2 === i)));
+      realHelpers.push(helper(['real-agents', [c.url, control.url, a.url, b.url].join(','), file, join(dir, `state-${i}`)], onReal));
+    }
+    helpers.push(...realHelpers);
     const realBy = performance.now() + 180_000;
     while (realConnected < realHelpers.length && performance.now() < realBy) await sleep(250);
     if (realConnected < realHelpers.length) console.error('real agents: not all connected within 180 s');

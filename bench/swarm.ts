@@ -194,7 +194,13 @@ if (mode === 'relay') {
       },
     });
   });
-  for (const agent of agents) agent.start();
+  // Started 50 every 50 ms: all at once, a loaded node's handshakes time out and agents move on.
+  void (async () => {
+    for (let i = 0; i < agents.length; i += 50) {
+      for (const agent of agents.slice(i, i + 50)) agent.start();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
   process.on('SIGTERM', () => {
     void Promise.all(agents.map((a) => a.stop())).then(() => process.exit(0));
   });

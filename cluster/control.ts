@@ -28,7 +28,7 @@ import type { Metrics } from '../shared/metrics';
 import type { RecordingPort } from '../shared/recording';
 import type { StreamAccess } from '../shared/session-stream';
 import type { Bus } from './bus';
-import { HolderTable } from './holders';
+import { HolderTable, type PresenceOutcome } from './holders';
 import { followCluster } from './node';
 import { deadlineOf, nodeHeartbeatOf, type LocalBroker } from './ports';
 import { receiveRecordings } from './recording-link';
@@ -63,6 +63,12 @@ export interface ControlDeps {
 }
 
 const PRESENCE_FLUSH_MS = 50;
+
+/** What a node said about an agent, written to its device when its connection is the current one. */
+interface AgentInfo {
+  agentVersion: string | null;
+  forwardAllow: string[] | null;
+}
 /** Broadcasts made while the bus is away wait for it, up to this many. */
 const MAX_HELD_BROADCASTS = 10_000;
 
@@ -73,8 +79,9 @@ export function createControl(deps: ControlDeps) {
   const mono = () => performance.now();
   const deadline = deadlineOf(deps.heartbeatMs);
   let broker: LocalBroker | undefined;
-  const holders = new HolderTable();
-  const nodes = new Map<string, { url: string; lastHeard: number; agents: number }>();
+  const holders = new HolderTable<AgentInfo>();
+  /** `mismatches`: heartbeats in a row whose digest differed from the connections held for the node. */
+  const nodes = new Map<string, { url: string; lastHeard: number; agents: number; mismatches: number }>();
   const snapshots = new Map<string, { node: string; devices: Set<string> }>();
   let writes = new Map<string, PresenceWrite>();
   let writeTimer: NodeJS.Timeout | undefined;
@@ -88,6 +95,7 @@ export function createControl(deps: ControlDeps) {
   const presenceWrites = deps.metrics.counter('tether_cluster_presence_writes_total', 'Agent presence changes the control node wrote, by kind.');
   const onlineWrites = presenceWrites.series({ kind: 'online' });
   const offlineWrites = presenceWrites.series({ kind: 'offline' });
+  const resyncs = deps.metrics.counter('tether_cluster_resyncs_total', 'Nodes asked to resend their presence because it differed from what they had reported.');
   const nodesLost = deps.metrics.counter('tether_cluster_nodes_lost_total', 'Nodes the control node declared gone (silent past the deadline).');
   deps.metrics.gauge('tether_cluster_nodes', 'Broker nodes in the cluster, this one included.', () => nodes.size + 1);
   deps.metrics.gauge('tether_cluster_agents', 'Agents online across the cluster, as the control node knows them.', () => holders.size);
@@ -114,21 +122,34 @@ export function createControl(deps: ControlDeps) {
     writeTimer ??= setTimeout(flushWrites, PRESENCE_FLUSH_MS);
   }
 
+  /** Writes what a change of a device's connections amounts to: online through its latest one, or offline. */
+  function record(deviceId: string, outcome: PresenceOutcome<AgentInfo>, at: number): void {
+    if (outcome.kind === 'offline') write({ kind: 'offline', deviceId, at: iso(at) });
+    else if (outcome.kind === 'online') {
+      const { info, since } = outcome.current;
+      write({ kind: 'online', deviceId, agentVersion: info!.agentVersion, forwardAllow: info!.forwardAllow, at: iso(since) });
+    }
+  }
+
   function online(node: string, a: AgentOnline): void {
-    if (holders.online(a.device_id, { node, generation: a.generation, since: a.since }) !== 'online') return;
-    write({ kind: 'online', deviceId: a.device_id, agentVersion: a.agent_version, forwardAllow: a.forward_allow, at: iso(a.since) });
+    const info = { agentVersion: a.agent_version, forwardAllow: a.forward_allow };
+    record(a.device_id, holders.online(a.device_id, { node, generation: a.generation, since: a.since, info }), a.since);
   }
 
   function offline(node: string, a: AgentOffline): void {
-    if (holders.offline(a.device_id, { node, generation: a.generation })) write({ kind: 'offline', deviceId: a.device_id, at: iso(a.at) });
+    record(a.device_id, holders.offline(a.device_id, { node, generation: a.generation }), a.at);
   }
 
-  /** Agents of `node` that are not in `still` go offline (a snapshot's end, or the node's loss). */
+  /** Agents of `node` that are not in `still` go offline, unless held elsewhere (a snapshot's end, or the node's loss). */
   function dropAgentsOf(node: string, still?: ReadonlySet<string>): number {
-    const dropped = holders.dropNode(node, still);
-    const at = iso(deps.now());
-    for (const deviceId of dropped) write({ kind: 'offline', deviceId, at });
-    return dropped.length;
+    const outcomes = holders.dropNode(node, still);
+    const at = deps.now();
+    let offline = 0;
+    for (const [deviceId, outcome] of outcomes) {
+      record(deviceId, outcome, at);
+      if (outcome.kind === 'offline') offline++;
+    }
+    return offline;
   }
 
   function broadcast(msg: BroadcastMessage): void {
@@ -184,10 +205,17 @@ export function createControl(deps: ControlDeps) {
     });
     bus.on(SUBJECTS.node, nodeHeartbeat, ({ body, reply }) => {
       if (body.node_id === nodeId) return;
-      const known = nodes.has(body.node_id);
-      nodes.set(body.node_id, { url: body.url, lastHeard: mono(), agents: body.agents });
-      if (!known) log.info('a broker node joined', { node_id: body.node_id, url: body.url, agents: body.agents });
-      reply({ control_id: nodeId, resync: !known });
+      const node = nodes.get(body.node_id);
+      // A digest that differs on two heartbeats in a row is no report in flight: some were lost.
+      const mismatches = body.digest !== undefined && body.digest !== holders.digest(body.node_id) ? (node?.mismatches ?? 0) + 1 : 0;
+      const lost = mismatches >= 2;
+      nodes.set(body.node_id, { url: body.url, lastHeard: mono(), agents: body.agents, mismatches: lost ? 0 : mismatches });
+      if (!node) log.info('a broker node joined', { node_id: body.node_id, url: body.url, agents: body.agents });
+      if (lost) {
+        resyncs.inc();
+        log.warn('a node\'s presence differs from what it reported; asking it to resend', { node_id: body.node_id, agents: body.agents });
+      }
+      reply({ control_id: nodeId, resync: !node || lost });
     });
     bus.on(SUBJECTS.presence, presenceMessage, ({ body }) => {
       if (body.node_id === nodeId) return;

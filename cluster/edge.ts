@@ -25,6 +25,7 @@ import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { StreamAccess } from '../shared/session-stream';
 import type { Bus } from './bus';
+import { digestOf } from './holders';
 import { followCluster } from './node';
 import { deadlineOf, nodeHeartbeatOf, type LocalBroker } from './ports';
 import { publishedRecordings } from './recording-link';
@@ -128,10 +129,12 @@ export function createEdge(deps: EdgeDeps) {
 
   async function heartbeat(): Promise<void> {
     if (!bus.up() || !broker) return;
+    // Changes go out first: the control node has them before the heartbeat whose digest covers them.
+    flushPresence();
     try {
       const reply = await bus.request(
         SUBJECTS.node,
-        { node_id: nodeId, url: deps.publicUrl, agents: broker.agentCount() },
+        { node_id: nodeId, url: deps.publicUrl, agents: broker.agentCount(), digest: digestOf(broker.agents()) },
         nodeHeartbeatReply,
       );
       if (reply.control_id !== controlId) {

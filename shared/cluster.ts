@@ -70,14 +70,19 @@ export const nodeHeartbeat = z.object({
   url: z.string(),
   /** Agents connected to the node now. */
   agents: z.int(),
+  /** The digest of those connections (cluster/holders.ts `digestOf`): the control node compares it with what it holds. */
+  digest: z.optional(z.string().check(z.regex(/^[0-9a-f]{16}$/))),
 });
-/** `resync`: the control node does not know this node (it started since): send a snapshot. */
+/**
+ * `resync`: send a snapshot: the control node does not know this node (it started since), or
+ * the node's digest has differed from what it holds on two heartbeats in a row (reports were lost).
+ */
 export const nodeHeartbeatReply = z.object({ control_id: nodeId, resync: z.boolean() });
 
 /**
- * One agent connection: `since` (wall clock, ms) orders connections across nodes, `generation`
- * tells one connection from another on a node. A later connection wins; an end counts only if it
- * is the end of the connection the control node holds as current.
+ * One agent connection: `generation` tells one connection from another on a node, `since` (wall
+ * clock, ms) orders connections across nodes. A device is online while any connection reported
+ * has not been reported ended; the latest is where it is reached.
  */
 const connection = {
   device_id: deviceId,

@@ -30,6 +30,11 @@ export interface Store {
 /** Opens the database in `dataDir` and prepares every repository. */
 export function openStore(dataDir: string): Store {
   const db = openDatabase(dataDir);
+  const secret = (name: string): Buffer => {
+    db.prepare('INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)').run(name, randomBytes(32));
+    return (db.prepare('SELECT value FROM secrets WHERE name = ?').get(name) as { value: Buffer }).value;
+  };
+  let idempotencySecret: Buffer | undefined;
   return {
     db,
     users: createUserRepo(db),
@@ -40,11 +45,8 @@ export function openStore(dataDir: string): Store {
     services: createServiceRepo(db),
     fleet: createFleetRepo(db),
     recordings: createRecordingRepo(db),
-    idempotency: createIdempotencyRepo(db),
-    secret(name) {
-      db.prepare('INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)').run(name, randomBytes(32));
-      return (db.prepare('SELECT value FROM secrets WHERE name = ?').get(name) as { value: Buffer }).value;
-    },
+    idempotency: createIdempotencyRepo(db, () => (idempotencySecret ??= secret('idempotency'))),
+    secret,
     close: () => db.close(),
   };
 }

@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tar from 'tar-stream';
+import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { client } from '../helpers/http';
 import { metric, onNode, startCluster, type Cluster, type Node } from '../helpers/cluster';
@@ -96,6 +97,23 @@ describe('a cluster of one control node and two edges', () => {
     const api = await fetch(`${edgeA.url}/v1/devices`);
     expect(api.status).toBe(404);
     expect(await api.json()).toMatchObject({ error: 'not_found', message: expect.stringContaining('the API is on the control node') });
+  });
+
+  it('presence the control node lost is repaired from the edge\'s digest within a few heartbeats', async () => {
+    // A wrong report, as if one had been lost: "edge A holds no agents". The control node takes the
+    // device offline; A's next heartbeats carry a digest of its real connections, which differs, so
+    // A is asked to resend its presence and the device is online again.
+    const nodeId = edgeA.proc.stdout.find((l) => /^node id edge-[a-z0-9]+$/.test(l))!.slice('node id '.length);
+    const nc = await connect({ servers: cluster.nats.url });
+    try {
+      nc.publish('tether.control.presence', JSON.stringify({ kind: 'snapshot', node_id: nodeId, snapshot_id: 'lost-reports', online: [], last: true }));
+      await nc.flush();
+      await waitFor(async () => ((await status('edge-dev')) === 'offline' ? true : undefined), 'the device offline after the wrong report', 10_000);
+      await waitFor(async () => ((await status('edge-dev')) === 'online' ? true : undefined), 'the device online again', 10 * HEARTBEAT_MS);
+      expect(await metric(cluster.control.url, 'tether_cluster_resyncs_total')).toBeGreaterThanOrEqual(1);
+    } finally {
+      await nc.close();
+    }
   });
 
   it('an agent on edge A serves a shell and a 100 MiB download to a client on edge B, spliced on B, byte for byte', async () => {

@@ -43,8 +43,12 @@ describe('secrets', () => {
     expect((await admin.del(`/v1/tokens/${serviceToken.token_id}`)).status).toBe(200);
     expect((await client(url, serviceToken.token).get('/v1/me')).status).toBe(401);
 
-    const device = (await admin.post('/v1/devices', { device_id: 'sec-1' })).body.data;
+    // Created with an Idempotency-Key, so the response holding the agent token is kept for replays (sealed).
+    const idempotencyKey = 'sec-1-create-once';
+    const device = (await admin.post('/v1/devices', { device_id: 'sec-1' }, { 'idempotency-key': idempotencyKey })).body.data;
     const agentToken = device.agent_token as string;
+    const replayed = await admin.post('/v1/devices', { device_id: 'sec-1' }, { 'idempotency-key': idempotencyKey });
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
     const agent = startProcess(['agent', '--server', url, '--device-id', 'sec-1', '--no-warm-shell'], {
       TETHER_DEVICE_TOKEN: agentToken,
       TETHER_LOG_LEVEL: 'debug',
@@ -94,7 +98,7 @@ describe('secrets', () => {
     await server.stop();
 
     const secrets = {
-      adminToken, samToken, reloginToken, serviceToken: serviceToken.token as string, agentToken, ticket, password, wrongPassword, newPassword, forgedToken,
+      adminToken, samToken, reloginToken, serviceToken: serviceToken.token as string, agentToken, ticket, password, wrongPassword, newPassword, forgedToken, idempotencyKey,
     };
     for (const [name, secret] of Object.entries(secrets)) {
       expect(listed.includes(secret), `${name} in a listing`).toBe(false);

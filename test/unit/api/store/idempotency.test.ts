@@ -44,6 +44,22 @@ describe('idempotency keys', () => {
     expect(keys.begin('ana', 'k4', 'fp-b', t0 + IDEMPOTENCY_KEY_TTL_MS + 2)).toEqual({ kind: 'claimed' });
   });
 
+  it('keeps neither the key nor the response in the clear: a copy of the database reveals no token', () => {
+    const keys = store.idempotency;
+    const secret = { status: 201, headers: {}, body: { data: { agent_token: 'tdev_SECRET-shown-once' } } };
+    keys.begin('ana', 'my-retry-key', 'fp', t0);
+    keys.finish('ana', 'my-retry-key', secret);
+    const rows = store.db.prepare('SELECT * FROM idempotency_keys').all() as Array<Record<string, unknown>>;
+    const dump = rows.flatMap((r) => Object.values(r).map((v) => (Buffer.isBuffer(v) ? v.toString('latin1') : String(v)))).join('|');
+    expect(dump).toContain('ana'); // the dump is the row
+    expect(dump).not.toContain('my-retry-key');
+    expect(dump).not.toContain('SECRET');
+    expect(keys.begin('ana', 'my-retry-key', 'fp', t0 + 1)).toEqual({ kind: 'replay', response: secret });
+    // tampering with the sealed response is caught, never replayed
+    store.db.prepare("UPDATE idempotency_keys SET response = zeroblob(64)").run();
+    expect(() => keys.begin('ana', 'my-retry-key', 'fp', t0 + 2)).toThrow();
+  });
+
   it('claims a stopped run never finished are dropped at start-up; finished ones stay', () => {
     const keys = store.idempotency;
     keys.begin('ana', 'done', 'fp', t0);

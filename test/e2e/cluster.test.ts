@@ -164,12 +164,17 @@ describe('a cluster of one control node and two edges', () => {
       'the recording to finish',
       10_000,
     );
+    let last = '';
     const text = await waitFor(async () => {
       const r = await fetch(`${cluster.control.url}/v1/remote-access/sessions/${shell.session_id}/recording?format=text`, {
         headers: { authorization: `Bearer ${cluster.adminToken}` },
       });
-      return r.status === 200 ? await r.text() : undefined;
-    }, 'the recording', 10_000);
+      if (r.status === 200) return await r.text();
+      last = `${r.status} ${await r.text()}; the session's recording: ${JSON.stringify((await cluster.admin.get(`/v1/remote-access/sessions/${shell.session_id}`)).body.data.recording)}`;
+      return undefined;
+    }, 'the recording', 20_000).catch((err: Error) => {
+      throw new Error(`${err.message}; last answer: ${last}`);
+    });
     expect(text).toContain('recorded-42');
   });
 

@@ -85,9 +85,10 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-export async function startServer(env: Record<string, string> = {}): Promise<ServerProcess> {
+/** `nodeFlags`: options for node itself (V8's), before the script. */
+export async function startServer(env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<ServerProcess> {
   const dataDir = tempDir('tether-bench-data-');
-  const child = spawn(process.execPath, [TETHER, 'server'], {
+  const child = spawn(process.execPath, [...nodeFlags, TETHER, 'server'], {
     env: { ...process.env, TETHER_LISTEN: '127.0.0.1:0', TETHER_DATA_DIR: dataDir, TETHER_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -8,7 +8,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createBroker } from '../broker/index';
-import { growYoungGeneration } from './young-generation';
 import { createBus, redactedUrl } from '../cluster/bus';
 import { createEdge } from '../cluster/edge';
 import { randomBase32 } from '../shared/ids';
@@ -57,7 +56,6 @@ export async function startBrokerNode(config: Readonly<BrokerConfig>, options: B
     connectionsCheckingInterval: Math.min(1_000, config.headers_timeout_ms),
   });
   await listen(server, config.host, config.port, `${hostForUrl(config.host)}:${config.port}`);
-  growYoungGeneration();
   const { port } = server.address() as AddressInfo;
   const url = `http://${hostForUrl(config.host)}:${port}`;
 

@@ -14,7 +14,6 @@ import { simulatedRuntime } from '../api/deployments/simulated-runtime';
 import { bootstrapAdmin } from '../api/identity/bootstrap';
 import { openStore, type Store } from '../api/store/index';
 import { createBroker } from '../broker/index';
-import { growYoungGeneration } from './young-generation';
 import { createBus, redactedUrl } from '../cluster/bus';
 import { createControl, type Control } from '../cluster/control';
 import { randomBase32 } from '../shared/ids';
@@ -177,7 +176,6 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
   const server = createHttpServer(config);
   const held = holdRequests(server);
   await listen(server, config.host, config.port, `${hostForUrl(config.host)}:${config.port}`);
-  growYoungGeneration();
   const { port } = server.address() as AddressInfo;
   const url = `http://${hostForUrl(config.host)}:${port}`;
 

@@ -30,6 +30,8 @@ it('the quick benchmark measures every section', async () => {
   expect(find('agents the API shows online').value).toBe(50);
   expect(find('agents online at once (control + 3 edges)').value).toBe(60);
   expect(find('online in the API after the failover').value).toBe(60);
-  expect(find('cluster copy / single-process copy').value).toBeGreaterThan(0);
+  expect(find('nodes as started by default: cluster / single process').value).toBeGreaterThan(0);
+  expect(find('both started with --min-semi-space-size=16: cluster / single process').value).toBeGreaterThan(0);
+  expect(find('real agents on the edge that is killed').value).toBe(20);
   expect(stdout).toMatch(/section\s+benchmark\s+value\s+unit\s+target\s+met/);
 }, 180_000);

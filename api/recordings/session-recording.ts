@@ -66,6 +66,9 @@ export interface LiveRecording {
   recording: boolean;
 }
 
+/** How long a closing session waits for its streams on other nodes to send their end. */
+export const STREAM_END_GRACE_MS = 5_000;
+
 export class SessionRecording {
   readonly #o: RecordingOptions;
   readonly #startMono = performance.now();
@@ -91,6 +94,8 @@ export class SessionRecording {
   /** When the last stream ended (wall clock), while none is being recorded. */
   #endedAt: number | undefined;
   #closing = false;
+  /** Waiting in `close` for the streams still recorded to end. */
+  #idleWaiters: Array<() => void> = [];
 
   constructor(options: RecordingOptions) {
     this.#o = options;
@@ -141,6 +146,17 @@ export class SessionRecording {
   /** The session closed: writes what is left, records the end, lets go of the file. */
   async close(): Promise<void> {
     this.#closing = true;
+    // A stream spliced on another node of a cluster ends a moment after the session (its node
+    // hears of the close, then sends its last frames and its end): wait for it, a while.
+    if (this.#streams > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, STREAM_END_GRACE_MS);
+        this.#idleWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
     await Promise.allSettled([...this.#ending]);
     await this.#flush();
     this.#stopped = true;
@@ -194,7 +210,10 @@ export class SessionRecording {
   }
 
   async #streamEnded(): Promise<void> {
-    if (--this.#streams === 0) this.#endedAt = this.#o.now();
+    if (--this.#streams === 0) {
+      this.#endedAt = this.#o.now();
+      for (const wake of this.#idleWaiters.splice(0)) wake();
+    }
     // What a decoder holds back (half a UTF-8 sequence) will not be completed by this stream.
     for (const code of ['o', 'i'] as const) {
       const rest = this.#decoders[code].end();

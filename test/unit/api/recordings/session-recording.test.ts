@@ -71,4 +71,35 @@ describe('a session recording', () => {
     expect(kept.length).toBeGreaterThan(0);
     expect(noise.toString().startsWith(kept)).toBe(true); // a prefix, nothing made up
   });
+
+  it('a session closed while a stream on another node is still recorded waits for its last frames and its end', async () => {
+    const dir = tempDir('tether-rec-unit-');
+    const progress: RecordingProgress[] = [];
+    const rec = new SessionRecording({
+      sessionId: 'sess-late',
+      deviceId: 'dev',
+      username: 'ann',
+      path: join(dir, 'cast.gz'),
+      startedAt: Date.UTC(2026, 0, 1),
+      recordInput: false,
+      maxStoredBytes: 1 << 30,
+      log: createLogger({ level: 'error', write: () => {} }),
+      onProgress: (p) => progress.push(p),
+      now: () => Date.UTC(2026, 0, 1, 0, 1),
+    });
+    const stream = rec.streamStarted();
+    const closed = rec.close(); // the session closed; the edge has not sent its frames yet
+    let done = false;
+    void closed.then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(done).toBe(false);
+    const late = Buffer.from('the last words');
+    stream.fromDevice.frame(true, BINARY, late.length);
+    stream.fromDevice.payload(late);
+    stream.end();
+    await closed;
+    const text = gunzipSync(readFileSync(join(dir, 'cast.gz'))).toString('utf8');
+    expect(parseCastStrict(text).events.map((e) => e[2]).join('')).toBe('the last words');
+    expect(progress.at(-1)!.ended_at).not.toBeNull();
+  });
 });

@@ -194,10 +194,10 @@ if (mode === 'relay') {
       },
     });
   });
-  // Started 50 every 50 ms: all at once, a loaded node's handshakes time out and agents move on.
+  // Started 25 every 50 ms: all at once, a loaded node's handshakes time out and agents move on.
   void (async () => {
-    for (let i = 0; i < agents.length; i += 50) {
-      for (const agent of agents.slice(i, i + 50)) agent.start();
+    for (let i = 0; i < agents.length; i += 25) {
+      for (const agent of agents.slice(i, i + 25)) agent.start();
       await new Promise((r) => setTimeout(r, 50));
     }
   })();

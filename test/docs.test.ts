@@ -6,21 +6,14 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createApi } from '../api/app';
 import { ERROR_CODES } from '../api/errors';
 import { FLEET_ERRORS } from '../api/fleet/errors';
-import { simulatedRuntime } from '../api/deployments/simulated-runtime';
-import { detachedRelay } from '../api/ports';
-import { openStore } from '../api/store/index';
 import { registerClientCommands } from '../cli/index';
 import { addAgentOptions } from '../cmd/agent-options';
 import { SETTING_NAMES } from '../cmd/server-config';
 import { AGENT_CLOSE, agentToBrokerMessage, brokerToAgentMessage } from '../shared/control-channel';
-import { silentLogger } from '../shared/log';
-import { createMetrics } from '../shared/metrics';
 import { STREAM_CLOSE } from '../shared/session-stream';
-import { createTicketer } from '../shared/tickets';
-import { tempDir } from './helpers/stack';
+import { detachedApi } from './helpers/api';
 
 const doc = (name: string) => readFileSync(resolve(__dirname, '..', 'docs', name), 'utf8');
 
@@ -38,22 +31,8 @@ function firstColumn(text: string, heading: string): string[] {
 }
 
 describe('docs/http-api.md', () => {
-  const store = openStore(tempDir());
-  const api = createApi({
-    store,
-    relay: detachedRelay,
-    log: silentLogger,
-    metrics: createMetrics(),
-    ticketer: createTicketer(Buffer.alloc(32, 1)),
-    wsBase: () => 'ws://127.0.0.1:0',
-    now: Date.now,
-    runtime: simulatedRuntime(10),
-    recordings: { dir: tempDir(), recordShell: true, recordInput: false, maxStoredBytes: 1 << 20, retentionDays: 90 },
-  });
-  afterAll(() => {
-    api.shutdown();
-    store.close();
-  });
+  const { api, close } = detachedApi();
+  afterAll(close);
 
   it('lists exactly the endpoints the server serves', () => {
     const documented = firstColumn(doc('http-api.md'), '## Endpoints');

@@ -8,20 +8,14 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
-import { createApi } from '../../api/app';
-import { simulatedRuntime } from '../../api/deployments/simulated-runtime';
 import { ERROR_CODES } from '../../api/errors';
 import { FLEET_ERRORS } from '../../api/fleet/errors';
 import { buildOpenApiDocument, serializeDocument } from '../../api/openapi/document';
-import { detachedRelay } from '../../api/ports';
-import { openStore } from '../../api/store/index';
-import { silentLogger } from '../../shared/log';
-import { createMetrics } from '../../shared/metrics';
-import { createTicketer } from '../../shared/tickets';
 import { TETHER_VERSION } from '../../shared/version';
+import { detachedApi } from '../helpers/api';
 import { client } from '../helpers/http';
 import { createResponseChecker } from '../helpers/openapi';
-import { startStack, tempDir } from '../helpers/stack';
+import { startStack } from '../helpers/stack';
 
 const doc = buildOpenApiDocument();
 const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`));
@@ -37,25 +31,13 @@ describe('the OpenAPI document', () => {
   });
 
   it('describes exactly the operations the server serves', () => {
-    const store = openStore(tempDir());
-    const api = createApi({
-      store,
-      relay: detachedRelay,
-      log: silentLogger,
-      metrics: createMetrics(),
-      ticketer: createTicketer(Buffer.alloc(32, 1)),
-      wsBase: () => 'ws://127.0.0.1:0',
-      now: Date.now,
-      runtime: simulatedRuntime(10),
-      recordings: { dir: tempDir(), recordShell: true, recordInput: false, maxStoredBytes: 1 << 20, retentionDays: 90 },
-    });
+    const { api, close } = detachedApi();
     try {
-      const served = new Set([...api.endpoints(), 'POST /v1/devices/{id}/agent-token']);
+      const served = new Set(api.endpoints());
       expect(served.has('GET /v1/openapi.json')).toBe(true);
       expect([...operations].sort()).toEqual([...served].sort());
     } finally {
-      api.shutdown();
-      store.close();
+      close();
     }
   });
 

@@ -1,0 +1,31 @@
+/** The API built in-process without a broker, on a temp SQLite store (for tests of what it serves, not of how). */
+import { createApi, type Api } from '../../api/app';
+import { simulatedRuntime } from '../../api/deployments/simulated-runtime';
+import { detachedRelay } from '../../api/ports';
+import { openStore } from '../../api/store/index';
+import { silentLogger } from '../../shared/log';
+import { createMetrics } from '../../shared/metrics';
+import { createTicketer } from '../../shared/tickets';
+import { tempDir } from './stack';
+
+export function detachedApi(): { api: Api; close(): void } {
+  const store = openStore(tempDir());
+  const api = createApi({
+    store,
+    relay: detachedRelay,
+    log: silentLogger,
+    metrics: createMetrics(),
+    ticketer: createTicketer(Buffer.alloc(32, 1)),
+    wsBase: () => 'ws://127.0.0.1:0',
+    now: Date.now,
+    runtime: simulatedRuntime(10),
+    recordings: { dir: tempDir(), recordShell: true, recordInput: false, maxStoredBytes: 1 << 20, retentionDays: 90 },
+  });
+  return {
+    api,
+    close() {
+      void api.shutdown();
+      store.close();
+    },
+  };
+}

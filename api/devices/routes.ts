@@ -4,6 +4,7 @@ import type { Middleware } from 'koa';
 import { z } from 'zod';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
+import { accessFirst } from '../http/idempotency';
 import { rateLimit, type RateLimiter } from '../http/rate-limit';
 import { offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
 import { notFound } from '../errors';
@@ -60,9 +61,8 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
     return device;
   }
 
-  router.post('/v1/devices', idempotent, async function addDevice(ctx) {
+  router.post('/v1/devices', accessFirst('devices:write', 'administrator', 'registering devices'), idempotent, async function addDevice(ctx) {
     const body = await parseBody(ctx, newDeviceBody);
-    requireAccess(principalOf(ctx), 'devices:write', 'administrator', 'registering devices');
     const created = identity.createDevice(body.device_id, body.labels ?? {});
     setEtag(ctx, deviceTag(deviceOr404(created.device_id)));
     ok(ctx, created, 201);
@@ -99,9 +99,9 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
     ok(ctx, { device_id, deleted: true, sessions_closed: closed.length });
   });
 
-  router.post('/v1/devices/:id/agent-token', idempotent, async function rotateAgentToken(ctx) {
+  const rotating = accessFirst('devices:write', 'administrator', 'replacing agent tokens');
+  router.post('/v1/devices/:id/agent-token', rotating, idempotent, async function rotateAgentToken(ctx) {
     await parseBody(ctx, emptyBody);
-    requireAccess(principalOf(ctx), 'devices:write', 'administrator', 'replacing agent tokens');
     const device = deviceOr404(ctx.params.id!);
     ifMatchOf(ctx)(deviceTag(device));
     const rotated = identity.rotateAgentToken(device.device_id)!;

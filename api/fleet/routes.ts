@@ -77,10 +77,19 @@ async function bodyOf<S extends z.ZodType>(ctx: Context, schema: S, required: st
 const pageOf = (ctx: Context) => parseQuery(ctx, pageQuery);
 
 
+/**
+ * The tenant and scope check of a creating POST as a middleware, placed before its
+ * `Idempotency-Key` (api/http/idempotency.ts) so that a replay is checked as the request itself.
+ */
+const writerFirst: Middleware = function tenantBeforeReplay(ctx, next) {
+  tenantOf(ctx, 'fleet:write');
+  return next();
+};
+
 export function fleetRoutes(fleet: Fleet, idempotent: Middleware): Router {
   const router = new Router();
 
-  router.post('/v1/fleet/groups', idempotent, async function createGroup(ctx) {
+  router.post('/v1/fleet/groups', writerFirst, idempotent, async function createGroup(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, groupBody, ['name']);
     const group = fleet.createGroup(tenant, principalOf(ctx).username, body);
@@ -105,7 +114,7 @@ export function fleetRoutes(fleet: Fleet, idempotent: Middleware): Router {
     success(ctx, fleet.groupVehicles(tenant, ctx.params.groupId!, pageOf(ctx)));
   });
 
-  router.post('/v1/fleet/vehicles', idempotent, async function registerVehicle(ctx) {
+  router.post('/v1/fleet/vehicles', writerFirst, idempotent, async function registerVehicle(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, vehicleBody, ['vin']);
     success(ctx, fleet.registerVehicle(tenant, body), 201);

@@ -5,13 +5,23 @@
  * response again, marked `Idempotent-Replayed: true`, without running anything. The same key
  * with another request is 422 `idempotency_key_reused`; one that arrives while the first is
  * still running is 409 `conflict` with `Retry-After`. A request that fails keeps nothing (it
- * changed nothing), so its retry runs again. Keys are per user: two users never share one.
+ * changed nothing), so its retry runs again.
+ *
+ * A replay must never hand a caller what the request itself would refuse it (a bearer token, an
+ * agent token, another tenant's group). So keys are per token, not per user: a narrow token of a
+ * user cannot replay the response its broad token got. A route puts its checks of who may make
+ * the request before this middleware (`accessFirst`), so they run for a replay too; and as a
+ * backstop for checks made later in a handler, a response is replayed only while the user's role
+ * is still at least what it was when the response was made.
  */
 import { createHash } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
-import { ApiError, badRequest } from '../errors';
+import { requireAccess, type Scope } from '../access';
+import { ApiError, badRequest, forbidden } from '../errors';
+import { hasRole, type Role } from '../roles';
 import type { Store } from '../store/index';
 import type { StoredResponse } from '../store/idempotency';
+import type { Principal } from '../store/tokens';
 import { principalOf } from './auth';
 import { readRawBody } from './body';
 
@@ -27,9 +37,29 @@ function fingerprintOf(ctx: Context, body: Buffer): string {
   return hash.update(body).digest('hex');
 }
 
+/**
+ * Whose keys a request's are: its token's. Rows written while keys were per user hold the bare
+ * username, which never contains a `/`, so they can never answer a token.
+ */
+const callerOf = (p: Principal) => `${p.username}/${p.token_id}`;
+
+/** True while `now` is at least `then` (no role is the lowest). */
+const stillHolds = (now: Role | null, then: Role | null | undefined) => !then || hasRole(now, then);
+
+/**
+ * `requireAccess` as a middleware, for a route with `Idempotency-Key`: placed before the
+ * idempotency middleware, a replay is checked exactly as the request itself.
+ */
+export function accessFirst(scope: Scope, minimum: Role, action: string): Middleware {
+  return function accessBeforeReplay(ctx, next) {
+    requireAccess(principalOf(ctx), scope, minimum, action);
+    return next();
+  };
+}
+
 export type IdempotencyGuard = Middleware;
 
-/** The middleware for one route; one instance serves every route (keys are per user, not per route). */
+/** The middleware for one route; one instance serves every route (keys are per token, not per route). */
 export function createIdempotency(store: Store, now: () => number): IdempotencyGuard {
   let lastSweep = 0;
   return async function idempotencyMiddleware(ctx, next) {
@@ -41,7 +71,8 @@ export function createIdempotency(store: Store, now: () => number): IdempotencyG
       lastSweep = at;
       store.idempotency.expire(at);
     }
-    const caller = principalOf(ctx).username;
+    const principal = principalOf(ctx);
+    const caller = callerOf(principal);
     // The body is read here, once, and kept for the handler (readRawBody returns it again).
     const body = await readRawBody(ctx);
     const claim = store.idempotency.begin(caller, key, fingerprintOf(ctx, body), at);
@@ -51,6 +82,11 @@ export function createIdempotency(store: Store, now: () => number): IdempotencyG
       case 'in_progress':
         throw new ApiError('conflict', 'a request with this Idempotency-Key is still being handled; retry once it has finished', undefined, { 'Retry-After': '1' });
       case 'replay':
+        if (!stillHolds(principal.role, claim.response.role)) {
+          throw forbidden(
+            `this Idempotency-Key's request was made with role ${claim.response.role}; yours is now ${principal.role ?? 'none'}: send the request with a new key`,
+          );
+        }
         return replay(ctx, claim.response);
       case 'claimed':
         break;
@@ -64,7 +100,7 @@ export function createIdempotency(store: Store, now: () => number): IdempotencyG
           const value = ctx.response.get(name);
           if (value) headers[name] = value;
         }
-        store.idempotency.finish(caller, key, { status: ctx.status, headers, body: ctx.body });
+        store.idempotency.finish(caller, key, { status: ctx.status, headers, body: ctx.body, role: principal.role });
         kept = true;
       }
     } finally {

@@ -12,7 +12,22 @@ export interface RateLimiter {
   take(key: string): number;
   /** The seconds `key` must wait now (0 if none), counting nothing. */
   peek(key: string): number;
+  /**
+   * Counts one request of `key` at once, like `take`, but it can be given back: for a limit on
+   * outcomes that are known only later (a failed password check), counted before the work so
+   * that concurrent requests cannot all start while none has counted yet.
+   */
+  reserve(key: string): Reservation;
 }
+
+/** One counted request, or a refusal: `wait` > 0 counted nothing (and `release` does nothing). */
+export interface Reservation {
+  wait: number;
+  /** Uncounts the request (once; later calls do nothing). */
+  release(): void;
+}
+
+const NOTHING_TO_RELEASE = () => {};
 
 export function createSlidingWindowLimiter(limit: number, windowMs: number, now: () => number): RateLimiter {
   const hits = new Map<string, number[]>();
@@ -28,19 +43,38 @@ export function createSlidingWindowLimiter(limit: number, windowMs: number, now:
     return times.length >= limit ? Math.max(1, Math.ceil((times[0]! + windowMs - t) / 1000)) : 0;
   }
 
+  /** Counts a hit of `key` at `t` unless the window is full; returns the wait (0: counted). */
+  function take(key: string, t: number): number {
+    if (++takes % 4096 === 0) sweep(t);
+    let times = hits.get(key);
+    if (!times) hits.set(key, (times = []));
+    const wait = waitOf(times, t);
+    if (wait === 0) times.push(t);
+    return wait;
+  }
+
   return {
-    take(key) {
-      const t = now();
-      if (++takes % 4096 === 0) sweep(t);
-      let times = hits.get(key);
-      if (!times) hits.set(key, (times = []));
-      const wait = waitOf(times, t);
-      if (wait === 0) times.push(t);
-      return wait;
-    },
+    take: (key) => take(key, now()),
     peek(key) {
       const times = hits.get(key);
       return times ? waitOf(times, now()) : 0;
+    },
+    reserve(key) {
+      const t = now();
+      const wait = take(key, t);
+      if (wait > 0) return { wait, release: NOTHING_TO_RELEASE };
+      let released = false;
+      return {
+        wait,
+        release() {
+          if (released) return;
+          released = true;
+          // Hits at the same millisecond are interchangeable; one that aged out is gone already.
+          const times = hits.get(key);
+          const i = times ? times.lastIndexOf(t) : -1;
+          if (i >= 0) times!.splice(i, 1);
+        },
+      };
     },
   };
 }

@@ -101,10 +101,16 @@ export function createAccounts(store: Store, now: () => number, effects: Account
 
     /**
      * Sets a user's password: one's own with the current password, anyone's as an administrator
-     * with `identity:write` (a current password given is checked all the same). A wrong current
-     * password calls `wrongPassword` first, so the caller can count it like a failed login.
+     * with `identity:write` (a current password given is checked all the same). The current
+     * password is checked through `checkCurrent`, which runs `verify` under the failed-login
+     * limit (or refuses with 429 without running it).
      */
-    async changePassword(caller: Principal, username: string, change: PasswordChange, wrongPassword: () => void) {
+    async changePassword(
+      caller: Principal,
+      username: string,
+      change: PasswordChange,
+      checkCurrent: (verify: () => Promise<boolean>) => Promise<boolean>,
+    ) {
       const resets = isAdministrator(caller) && hasScope(caller, 'identity:write');
       if (!resets && username !== caller.username) {
         requireAccess(caller, 'identity:write', 'administrator', "changing another user's password");
@@ -115,8 +121,8 @@ export function createAccounts(store: Store, now: () => number, effects: Account
           { path: 'current_password', message: 'required to change your own password' },
         ]);
       }
-      if (change.current_password !== undefined && !(await verifyPassword(change.current_password, user.password_hash))) {
-        wrongPassword();
+      const current = change.current_password;
+      if (current !== undefined && !(await checkCurrent(() => verifyPassword(current, user.password_hash)))) {
         throw forbidden(`current_password is not the password of ${username}`);
       }
       const hash = await hashPassword(change.password);

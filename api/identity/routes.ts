@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { ApiError } from '../errors';
 import { requireAccess, SCOPES } from '../access';
 import { principalOf } from '../http/auth';
+import { accessFirst } from '../http/idempotency';
 import type { RateLimiter } from '../http/rate-limit';
 import { offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
 import { roleSchema } from '../roles';
@@ -66,9 +67,15 @@ export const tokenBody = z.strictObject({
 /** Failed logins allowed per username in a sliding minute; beyond, 429 until the oldest ages out. */
 export const LOGIN_FAILURES_PER_MINUTE = 10;
 
-/** 429 while `username` has had too many failed password checks (logins or password changes). */
-function refuseWhileLimited(failures: RateLimiter, username: string): void {
-  const wait = failures.peek(username);
+/**
+ * Runs one password check of `username` (a login, or a password change's `current_password`)
+ * under the failed-login limit. The attempt counts before its hash runs: counted only once it
+ * had failed, every guess sent at once would be checked while the first were still hashing. It
+ * is given back unless `attempt` calls `wrong`, so successes (and checks that never ran) never
+ * count.
+ */
+async function limitedAttempt<T>(failures: RateLimiter, username: string, attempt: (wrong: () => void) => Promise<T>): Promise<T> {
+  const { wait, release } = failures.reserve(username);
   if (wait > 0) {
     throw new ApiError(
       'rate_limited',
@@ -76,6 +83,14 @@ function refuseWhileLimited(failures: RateLimiter, username: string): void {
       undefined,
       { 'Retry-After': String(wait) },
     );
+  }
+  let failed = false;
+  try {
+    return await attempt(() => {
+      failed = true;
+    });
+  } finally {
+    if (!failed) release();
   }
 }
 
@@ -88,20 +103,23 @@ export function publicIdentityRoutes(identity: Identity, failures: RateLimiter):
   const router = new Router();
   router.post('/v1/auth/token', async function issueUserToken(ctx) {
     const body = await parseBody(ctx, loginBody);
-    refuseWhileLimited(failures, body.username);
-    try {
-      ok(ctx, await identity.login(body.username, body.password));
-    } catch (err) {
-      if (err instanceof ApiError && err.code === 'unauthorized') failures.take(body.username);
-      throw err;
-    }
+    const issued = await limitedAttempt(failures, body.username, async function login(wrong) {
+      try {
+        return await identity.login(body.username, body.password);
+      } catch (err) {
+        if (err instanceof ApiError && err.code === 'unauthorized') wrong();
+        throw err;
+      }
+    });
+    ok(ctx, issued);
   });
   return router;
 }
 
 /**
  * The routes that need a token. `failures` is the login limiter: a wrong current password in a
- * password change counts as a failed login of that user.
+ * password change counts as a failed login of that user. Each creating POST checks access before
+ * `idempotent`, so that a replayed response goes only to a caller the request itself would serve.
  */
 export function identityRoutes(identity: Identity, accounts: Accounts, failures: RateLimiter, idempotent: Middleware): Router {
   const router = new Router();
@@ -119,9 +137,8 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
     });
   });
 
-  router.post('/v1/users', idempotent, async function createUser(ctx) {
+  router.post('/v1/users', accessFirst('identity:write', 'administrator', 'creating users'), idempotent, async function createUser(ctx) {
     const body = await parseBody(ctx, newUserBody);
-    requireAccess(principalOf(ctx), 'identity:write', 'administrator', 'creating users');
     ok(ctx, await identity.createUser(body), 201);
   });
 
@@ -142,8 +159,13 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
   router.put('/v1/users/:username/password', async function changePassword(ctx) {
     const body = await parseBody(ctx, passwordBody);
     const username = ctx.params.username!;
-    if (body.current_password !== undefined) refuseWhileLimited(failures, username);
-    ok(ctx, await accounts.changePassword(principalOf(ctx), username, body, () => failures.take(username)));
+    const checkCurrent = (verify: () => Promise<boolean>) =>
+      limitedAttempt(failures, username, async function checkCurrentPassword(wrong) {
+        const right = await verify();
+        if (!right) wrong();
+        return right;
+      });
+    ok(ctx, await accounts.changePassword(principalOf(ctx), username, body, checkCurrent));
   });
 
   router.get('/v1/tokens', function listTokens(ctx) {
@@ -152,11 +174,10 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
     okList(ctx, items, q, total);
   });
 
-  router.post('/v1/tokens', idempotent, async function issueToken(ctx) {
+  router.post('/v1/tokens', accessFirst('identity:write', 'administrator', 'issuing tokens'), idempotent, async function issueToken(ctx) {
     const body = await parseBody(ctx, tokenBody);
-    const issuer = principalOf(ctx);
-    requireAccess(issuer, 'identity:write', 'administrator', 'issuing tokens');
-    ok(ctx, identity.issueToken(body.username, body, issuer), 201);
+    // Bounded by the issuer too (its scopes, tenants, lifetime): a replay is of this token's own key only.
+    ok(ctx, identity.issueToken(body.username, body, principalOf(ctx)), 201);
   });
 
   router.delete('/v1/tokens/:tokenId', function revokeToken(ctx) {

@@ -6,6 +6,7 @@
  * the database must not hand them out. Only a caller who has the idempotency key can open one.
  */
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import type { Role } from '../roles';
 import type { Db } from './db';
 
 /** How long a key is remembered. */
@@ -15,6 +16,8 @@ export interface StoredResponse {
   status: number;
   headers: Record<string, string>;
   body: unknown;
+  /** The caller's role when it was made (sealed with it): a replay needs at least that role still. */
+  role?: Role | null;
 }
 
 /** What `begin` found: a fresh claim, a request still running, another request, or one to replay. */

@@ -271,6 +271,25 @@ describe('changing a password', () => {
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await client(stack.url).post('/v1/auth/token', { username: 'ike', password: 'ike passphrase' })).status).toBe(429);
   });
+
+  it('wrong current passwords sent at once: at most 10 are checked (403), the rest are 429 unchecked', async () => {
+    const jo = await person('jo', 'developer', 'jo passphrase');
+    const j = stack.as(jo.token);
+    // Each attempt counts before its hash runs, so guesses in flight together cannot all be checked.
+    const replies = await Promise.all(
+      Array.from({ length: 40 }, (_, n) => j.put('/v1/users/jo/password', { password: 'new passphrase', current_password: `guess ${n}` })),
+    );
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.filter((s) => s === 403).length).toBeLessThanOrEqual(10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(40 - statuses.filter((s) => s === 403).length);
+    for (const r of replies.filter((x) => x.status === 429)) {
+      expect(r.body).toMatchObject({ error: 'rate_limited', message: expect.stringContaining('too many failed logins') });
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+    // the right one is refused too now, and the password did not change
+    expect((await j.put('/v1/users/jo/password', { password: 'new passphrase', current_password: 'jo passphrase' })).status).toBe(429);
+    expect((await stack.admin.put('/v1/users/jo/password', { password: 'reset passphrase' })).status).toBe(200);
+  });
 });
 
 describe('tokens', () => {

@@ -104,6 +104,50 @@ describe('rate limits', () => {
     expect((await anon.post('/v1/auth/token', { username: 'rl-lia', password: 'right-password-1' })).status).toBe(200);
   });
 
+  it('failed logins hold under concurrency: of 80 guesses at once, at most 10 are checked; the right one, late, is refused', async () => {
+    const anon = client(stack.url);
+    expect((await stack.admin.post('/v1/users', { username: 'rl-rex', role: 'developer', password: 'right-password-1' })).status).toBe(201);
+    // Each attempt counts before its hash runs: counted only once it had failed, all 80 would be
+    // checked while the first were still hashing, the right one (#60) among them.
+    const replies = await Promise.all(
+      Array.from({ length: 80 }, (_, i) => anon.post('/v1/auth/token', { username: 'rl-rex', password: i === 60 ? 'right-password-1' : `guess-${i}` })),
+    );
+    const statuses = replies.map((r) => r.status);
+    const checked = statuses.filter((s) => s !== 429).length;
+    expect(checked).toBeLessThanOrEqual(10);
+    expect(statuses[60]).toBe(429);
+    expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([]);
+    for (const r of replies.filter((x) => x.status === 429)) {
+      expect(r.body).toMatchObject({ error: 'rate_limited', message: expect.stringContaining('too many failed logins') });
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+    expect((await anon.post('/v1/auth/token', { username: 'rl-rex', password: 'right-password-1' })).status).toBe(429);
+  });
+
+  it('password hashes in flight are bounded for the whole server: a flood of logins is refused at once beyond it', async () => {
+    const anon = client(stack.url);
+    expect((await stack.admin.post('/v1/users', { username: 'rl-ria', role: 'developer', password: 'right-password-1' })).status).toBe(201);
+    // Another username each, so the per-username limit never applies: only the bound on hashes does.
+    const replies = await Promise.all(
+      Array.from({ length: 80 }, (_, i) => anon.post('/v1/auth/token', { username: `rl-flood-${i}`, password: 'guess' })),
+    );
+    const statuses = replies.map((r) => r.status);
+    const busy = replies.filter((r) => r.status === 429);
+    expect(busy.length, `checked: ${statuses.filter((s) => s === 401).length}`).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s !== 401 && s !== 429)).toEqual([]);
+    for (const r of busy) {
+      expect(r.body).toMatchObject({ error: 'rate_limited', message: expect.stringContaining('checking as many passwords') });
+      expect(r.headers.get('retry-after')).toBe('1');
+    }
+    // Refused without being checked: none of these counts as a failed login of its username.
+    const refused = statuses.findIndex((s) => s === 429);
+    expect((await stack.admin.post('/v1/users', { username: `rl-flood-${refused}`, role: 'developer', password: 'right-password-1' })).status).toBe(201);
+    for (let n = 0; n < 9; n++) await anon.post('/v1/auth/token', { username: `rl-flood-${refused}`, password: `guess-${n}` });
+    expect((await anon.post('/v1/auth/token', { username: `rl-flood-${refused}`, password: 'right-password-1' })).status).toBe(200);
+    // the slots are free again once the flood is answered
+    expect((await anon.post('/v1/auth/token', { username: 'rl-ria', password: 'right-password-1' })).status).toBe(200);
+  });
+
   it('GET /audit/remote-access: 60 per minute', async () => {
     const eve = stack.as(await stack.userToken('rl-eve', 'developer'));
     const statuses = await burst(61, () => eve.get('/v1/audit/remote-access?per_page=1'));

@@ -122,7 +122,8 @@ describe('Idempotency-Key', () => {
     expect((await stack.admin.get('/v1/devices/idem-5')).status).toBe(404);
 
     await stack.admin.post('/v1/users', { username: 'retry-fleet', role: null, kind: 'service' });
-    const token = (await stack.admin.post('/v1/tokens', { username: 'retry-fleet', scopes: ['fleet:read', 'fleet:write'], tenants: ['acme'] })).body.data.token;
+    const tenants = ['acme', 'globex'];
+    const token = (await stack.admin.post('/v1/tokens', { username: 'retry-fleet', scopes: ['fleet:read', 'fleet:write'], tenants })).body.data.token;
     const fleet = client(stack.url, token);
     const k = { 'x-tenant-id': 'acme', ...key('group') };
     const created = await fleet.post('/v1/fleet/groups', { name: 'Retry group' }, k);
@@ -133,7 +134,8 @@ describe('Idempotency-Key', () => {
     const reused = await fleet.post('/v1/fleet/groups', { name: 'Another group' }, k);
     expect(reused.status).toBe(422);
     expect(reused.body).toMatchObject({ status: 'error', error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
-    // the tenant is part of the request: the same key and body for another tenant is another request
+    // the tenant is part of the request: the same key and body for another tenant (one the token
+    // holds: the tenant is checked before the key) is another request
     const otherTenant = await fleet.post('/v1/fleet/groups', { name: 'Retry group' }, { ...k, 'x-tenant-id': 'globex' });
     expect(otherTenant.body).toMatchObject({ error: { code: 'IDEMPOTENCY_KEY_REUSED' } });
 
@@ -154,6 +156,124 @@ describe('Idempotency-Key', () => {
     expect(history.body.meta.total).toBe(1);
     const audit = await stack.admin.get('/v1/audit/deployments?service=idem-svc');
     expect(audit.body.data.filter((e: { event: string }) => e.event === 'service.applied')).toHaveLength(1);
+  });
+});
+
+describe('a replay is checked as the request itself would be', () => {
+  const patch = (c: Client, path: string, body: unknown) => c.raw('PATCH', path, JSON.stringify(body), { 'content-type': 'application/json' });
+
+  /** A service user with `role` and one token per grant, issued by the bootstrap administrator. */
+  async function tokensOf(username: string, role: string | null, ...grants: Array<{ scopes: string[]; tenants?: string[] }>) {
+    expect((await stack.admin.post('/v1/users', { username, role, kind: 'service' })).status).toBe(201);
+    const tokens: Client[] = [];
+    for (const grant of grants) {
+      const issued = await stack.admin.post('/v1/tokens', { username, ...grant });
+      expect(issued.status, issued.text).toBe(201);
+      tokens.push(client(stack.url, issued.body.data.token));
+    }
+    return tokens;
+  }
+
+  /** The refusal `c` gets sending the request afresh (a new key), for comparing a refused replay with. */
+  const fresh = (c: Client, path: string, body: unknown, headers: Record<string, string> = {}) => c.post(path, body, { ...headers, ...key('fresh') });
+  const refusal = (r: { status: number; body: any }) => ({ status: r.status, error: r.body.error, message: r.body.message });
+
+  it("POST /v1/tokens: a fleet:read token cannot replay the key its user's * token used (it would get a bearer token)", async () => {
+    const [broad, narrow] = await tokensOf('idem-boss', 'administrator', { scopes: ['*'] }, { scopes: ['fleet:read'] });
+    const k = key('mint');
+    const body = { username: 'retry-pe@example.com', ttl_seconds: 600 };
+    const minted = await broad!.post('/v1/tokens', body, k);
+    expect(minted.status).toBe(201);
+    const replay = await narrow!.post('/v1/tokens', body, k);
+    expect(replay.status).toBe(403);
+    expect(replay.text).not.toContain(minted.body.data.token);
+    expect(replay.headers.get('idempotent-replayed')).toBeNull();
+    expect(refusal(replay)).toEqual(refusal(await fresh(narrow!, '/v1/tokens', body)));
+    // the token that made it still gets its replay
+    const again = await broad!.post('/v1/tokens', body, k);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.data.token).toBe(minted.body.data.token);
+  });
+
+  it("POST /v1/devices/{id}/agent-token: a lower-privileged token of the same user cannot replay it (it would get the agent token)", async () => {
+    await stack.addDevice('idem-rot');
+    const [broad, reader] = await tokensOf('idem-ops', 'administrator', { scopes: ['*'] }, { scopes: ['devices:read'] });
+    const k = key('rot');
+    const rotated = await broad!.post('/v1/devices/idem-rot/agent-token', {}, k);
+    expect(rotated.status).toBe(200);
+    const replay = await reader!.post('/v1/devices/idem-rot/agent-token', {}, k);
+    expect(replay.status).toBe(403);
+    expect(replay.text).not.toContain(rotated.body.data.agent_token);
+    expect(refusal(replay)).toEqual(refusal(await fresh(reader!, '/v1/devices/idem-rot/agent-token', {})));
+    const again = await broad!.post('/v1/devices/idem-rot/agent-token', {}, k);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.data.agent_token).toBe(rotated.body.data.agent_token);
+  });
+
+  it("POST /v1/fleet/groups: a token without the tenant cannot replay another token's group creation in it", async () => {
+    const [acme, globex] = await tokensOf(
+      'idem-fleet',
+      null,
+      { scopes: ['fleet:read', 'fleet:write'], tenants: ['acme'] },
+      { scopes: ['fleet:read', 'fleet:write'], tenants: ['globex'] },
+    );
+    const k = { 'x-tenant-id': 'acme', ...key('tenant') };
+    const created = await acme!.post('/v1/fleet/groups', { name: 'Acme only' }, k);
+    expect(created.status).toBe(201);
+    const replay = await globex!.post('/v1/fleet/groups', { name: 'Acme only' }, k);
+    expect(replay.status).toBe(403);
+    expect(replay.body).toMatchObject({ status: 'error', error: { code: 'TENANT_FORBIDDEN' } });
+    expect(replay.text).not.toContain(created.body.data.group_id);
+    const freshly = await fresh(globex!, '/v1/fleet/groups', { name: 'Acme only' }, { 'x-tenant-id': 'acme' });
+    expect(replay.body.error).toEqual(freshly.body.error);
+    const again = await acme!.post('/v1/fleet/groups', { name: 'Acme only' }, k);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.data.group_id).toBe(created.body.data.group_id);
+  });
+
+  it('keys are per token: two tokens of one user with one key each get their own result', async () => {
+    const [laptop, ci] = await tokensOf('idem-twice', 'administrator', { scopes: ['*'] }, { scopes: ['*'] });
+    const k = key('per-token');
+    const body = { username: 'retry-pe@example.com', ttl_seconds: 600 };
+    const first = await laptop!.post('/v1/tokens', body, k);
+    const second = await ci!.post('/v1/tokens', body, k);
+    expect([first.status, second.status]).toEqual([201, 201]);
+    expect(second.headers.get('idempotent-replayed')).toBeNull();
+    expect(second.body.data.token_id).not.toBe(first.body.data.token_id);
+  });
+
+  it("once the user's role is lowered, its own token's replay is refused exactly as the request afresh", async () => {
+    await stack.addDevice('idem-demoted');
+    const [token] = await tokensOf('idem-demoted', 'administrator', { scopes: ['*'] });
+    const mint = key('demoted-mint');
+    const rotate = key('demoted-rotate');
+    const body = { username: 'retry-pe@example.com', ttl_seconds: 600 };
+    expect((await token!.post('/v1/tokens', body, mint)).status).toBe(201);
+    expect((await token!.post('/v1/devices/idem-demoted/agent-token', {}, rotate)).status).toBe(200);
+    expect((await patch(stack.admin, '/v1/users/idem-demoted', { role: 'developer' })).status).toBe(200);
+    const replays = [await token!.post('/v1/tokens', body, mint), await token!.post('/v1/devices/idem-demoted/agent-token', {}, rotate)];
+    expect(replays.map(refusal)).toEqual([
+      refusal(await fresh(token!, '/v1/tokens', body)),
+      refusal(await fresh(token!, '/v1/devices/idem-demoted/agent-token', {})),
+    ]);
+    expect(replays.map((r) => r.status)).toEqual([403, 403]);
+  });
+
+  it('session opens (checked in the handler): replayed only while the role that opened it holds', async () => {
+    await stack.onlineDevice('idem-shell');
+    const [token] = await tokensOf('idem-shell-pe', 'platform-engineer', { scopes: ['*'] });
+    const k = key('shell');
+    const body = { device_id: 'idem-shell', protocol: 'shell' };
+    const opened = await token!.post('/v1/remote-access/sessions', body, k);
+    expect(opened.status, opened.text).toBe(201);
+    expect((await token!.post('/v1/remote-access/sessions', body, k)).headers.get('idempotent-replayed')).toBe('true');
+    expect((await patch(stack.admin, '/v1/users/idem-shell-pe', { role: 'developer' })).status).toBe(200);
+    const replay = await token!.post('/v1/remote-access/sessions', body, k);
+    expect(replay.status).toBe(403);
+    expect(replay.body.error).toBe('forbidden');
+    expect(replay.text).not.toContain(opened.body.data.session_id);
+    expect((await fresh(token!, '/v1/remote-access/sessions', body)).status).toBe(403);
+    await stack.admin.del(`/v1/remote-access/sessions/${opened.body.data.session_id}`);
   });
 });
 

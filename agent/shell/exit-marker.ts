@@ -11,9 +11,13 @@ const PREFIX = '\x1b]tether-exit;';
 const BEL = 0x07;
 const MAX_MARKER = PREFIX.length + 64;
 
-/** The wrapper script: `$0` is the login shell, `TETHER_EXIT_NONCE` the nonce. */
+/**
+ * The wrapper script: `$0` is the login shell, `TETHER_EXIT_NONCE` the nonce. The wrapper keeps
+ * the nonce in a variable of its own and unsets it before it starts the shell: the shell's
+ * environment holds no `TETHER_*` variable (`shell-env.ts`), and the nonce shows in no `ps`.
+ */
 export const WRAPPER_SCRIPT =
-  '"$0" -l; c=$?; printf \'\\033]tether-exit;%s;%d\\007\' "$TETHER_EXIT_NONCE" "$c"; exec sleep 3600';
+  'n=$TETHER_EXIT_NONCE; unset TETHER_EXIT_NONCE; "$0" -l; c=$?; printf \'\\033]tether-exit;%s;%d\\007\' "$n" "$c"; exec sleep 3600';
 
 export interface ScanResult {
   /** Output to forward (the marker and anything after it removed). */

@@ -10,6 +10,7 @@ import { homedir, userInfo } from 'node:os';
 import * as pty from 'node-pty';
 import type { Logger } from '../../shared/log';
 import { WRAPPER_SCRIPT } from './exit-marker';
+import { userEnvironment } from './shell-env';
 import { signalSession } from './process-session';
 
 /** What a waiting shell may print before it is used (its prompt); beyond it the PTY pauses. */
@@ -49,7 +50,8 @@ export function spawnWrappedShell(): WrappedShell {
     cols: 80,
     rows: 24,
     cwd: homedir(),
-    env: { ...process.env, TERM: 'xterm-256color', TETHER_EXIT_NONCE: nonce },
+    // The wrapper takes the nonce out of the environment before it starts the shell.
+    env: userEnvironment(process.env, { TERM: 'xterm-256color', TETHER_EXIT_NONCE: nonce }),
     encoding: null,
   });
   return { term, pid: term.pid, nonce, shell, buffered: [], preStarted: false };

@@ -293,3 +293,41 @@ describe('stream admission', () => {
     await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
   });
 });
+
+describe('the shell environment', () => {
+  /** Everything `env` prints in a new shell session of `deviceId`. */
+  async function envOf(deviceId: string): Promise<string> {
+    const s = await openShell(deviceId);
+    const client = connectStream(s.websocket_url);
+    await client.opened;
+    // Quoted apart, so the echo of the typed line does not match.
+    client.send(Buffer.from('echo "env-""start"; env; echo "env-""end"\n'));
+    const text = await client.waitForOutput(/env-end/);
+    await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+    return text.slice(text.lastIndexOf('env-start'));
+  }
+
+  /** The agent's own variables: its token, its settings, its runtime's flags. */
+  const agentEnv = { NODE_OPTIONS: '--max-old-space-size=384', TETHER_LOG_DIRS: '/var/log' };
+
+  function expectNoAgentVariables(env: string, token: string): void {
+    expect(env).toMatch(/^HOME=/m); // it is the environment
+    expect(env).not.toContain('TETHER_');
+    expect(env).not.toContain(token);
+    expect(env).not.toContain('NODE_OPTIONS');
+  }
+
+  it('holds neither the agent token nor any TETHER_ variable, in a pre-started shell', async () => {
+    const { token, agent } = await stack.onlineDevice('sh-env-warm', agentEnv);
+    // The first session starts the pool; the second gets the shell that waited for it.
+    expectNoAgentVariables(await envOf('sh-env-warm'), token);
+    expectNoAgentVariables(await envOf('sh-env-warm'), token);
+    expect([...agent.stdout, ...agent.stderr].filter((l) => /"shell started".*"pre_started":true/.test(l))).toHaveLength(2);
+  });
+
+  it('holds neither the agent token nor any TETHER_ variable, in a shell started on demand', async () => {
+    const { token, agent } = await stack.onlineDevice('sh-env-cold', { ...agentEnv, TETHER_WARM_SHELL: '0' });
+    expectNoAgentVariables(await envOf('sh-env-cold'), token);
+    await agent.waitForLine(/"shell started".*"pre_started":false/);
+  });
+});

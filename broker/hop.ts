@@ -9,7 +9,10 @@
  * frame is whole, then stops passing frames on); a close whose frame can never end (its source
  * is gone) ends the connection instead.
  *
- * A hop starts paused: a client's frames wait in its socket until its device joins.
+ * A peer that pings and never reads cannot make us queue pongs: while the socket waits to drain,
+ * only the latest ping is kept (§5.5.3) and the peer's frames are not read, so its pings wait in
+ * the kernel and at the peer; on 'drain' the pong goes out and reading resumes. A hop starts
+ * paused: a client's frames wait in its socket until its device joins.
  */
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
@@ -120,8 +123,12 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
   let pendingClose: { code: number; reason: string } | undefined;
   /** Whether the frame being read is passed on (decided at its header: frames after our close are not). */
   let forwardingFrame = false;
-  /** The payload of the latest ping not answered yet (it arrived while a frame was unfinished). */
+  /** The payload of the latest ping not answered yet (a frame was unfinished, or the socket backed up). */
   let unansweredPing: Buffer | undefined;
+  /** Reading held by the caller (the splice's backpressure; a hop starts held until it is spliced). */
+  let held = true;
+  /** Reading held until 'drain' because a pong could not be written without queuing it. */
+  let awaitingDrain = false;
   let closeSent = false;
   let graceTimer: NodeJS.Timeout | undefined;
   let reported = false;
@@ -189,11 +196,28 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
     hangUp();
   }
 
+  /**
+   * Answers the latest ping, unless a frame is being written on this hop (`flushControl` answers
+   * it at the frame's end) or the socket is backed up: then the peer is not read until 'drain'.
+   */
+  function answerPing(): void {
+    if (unansweredPing === undefined || state !== 'open' || midFrame()) return;
+    if (socket.writableNeedDrain) {
+      if (!awaitingDrain) {
+        awaitingDrain = true;
+        socket.pause();
+      }
+      return;
+    }
+    sendControl(OPCODE.pong, unansweredPing);
+    unansweredPing = undefined;
+  }
+
   function control({ opcode, payload }: ControlFrame): void {
     if (opcode === OPCODE.ping) {
       if (state !== 'open') return;
-      if (midFrame()) unansweredPing = payload;
-      else sendControl(OPCODE.pong, payload);
+      unansweredPing = payload;
+      answerPing();
       return;
     }
     if (opcode !== OPCODE.close) return; // a pong: we send no pings of our own
@@ -217,6 +241,12 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
     input.push(chunk);
     to?.end();
   });
+  socket.on('drain', function onDrain() {
+    if (!awaitingDrain) return;
+    awaitingDrain = false;
+    answerPing();
+    if (!awaitingDrain && !held && state === 'open') socket.resume();
+  });
   socket.on('end', function onEnd() {
     report(1006, '');
     hangUp();
@@ -237,8 +267,14 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
     get isPaused() {
       return socket.isPaused();
     },
-    pause: () => void socket.pause(),
-    resume: () => void socket.resume(),
+    pause() {
+      held = true;
+      socket.pause();
+    },
+    resume() {
+      held = false;
+      if (!awaitingDrain) socket.resume();
+    },
     pipeTo(to) {
       if (state === 'open') sink = to;
     },
@@ -261,10 +297,7 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
         sendClose(code, reason, false);
         return;
       }
-      if (!midFrame() && unansweredPing !== undefined) {
-        sendControl(OPCODE.pong, unansweredPing);
-        unansweredPing = undefined;
-      }
+      answerPing();
     },
     close(code, reason) {
       if (state !== 'open' || pendingClose) return;

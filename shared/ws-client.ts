@@ -7,7 +7,9 @@
  *
  * What a session stream needs and nothing more: text messages arrive whole (JSON frames, at most
  * `maxPayload`, checked as UTF-8); binary payloads arrive in pieces, their message boundaries not
- * kept (no protocol gives them a meaning: shell bytes, tar streams). Pings are answered; the close
+ * kept (no protocol gives them a meaning: shell bytes, tar streams). Pings are answered, but never
+ * queued: while our socket waits to drain, only the latest ping is kept (§5.5.3) and the peer is not
+ * read, so a server that pings and never reads cannot fill our memory. The close
  * handshake follows §7 (the server ends the TCP connection first; we end ours once both close
  * frames have passed, and cut it if the peer does not answer a close in time). Frames are masked
  * with a zero key where masking protects nothing (`shared/ws-mask.ts`), with a random one
@@ -45,7 +47,7 @@ export interface StreamSocketEvents {
   text: [text: string];
   /** The next bytes of binary messages, as they arrive. */
   binary: [data: Buffer];
-  /** The peer pinged (and was answered). */
+  /** The peer pinged (answered at once, or once our socket drains). */
   ping: [];
   /** Everything handed to `send` was written to the kernel. */
   drain: [];
@@ -166,7 +168,12 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
   /** Whether the frame being read ends its message, and how much of its payload is still to come. */
   #frameFin = false;
   #frameLeft = 0;
+  /** Paused by the caller. */
   #paused = false;
+  /** The payload of the latest ping not answered yet: our socket was backed up. */
+  #unansweredPing: Buffer | undefined;
+  /** Not reading the peer until 'drain', because a pong could not be written without queuing it. */
+  #awaitingDrain = false;
 
   constructor(socket: Socket, head: Buffer, zeroMask: boolean, maxPayload: number) {
     super();
@@ -189,12 +196,19 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
     socket.pause();
     if (head.length > 0) socket.unshift(head);
     setImmediate(() => {
-      if (!this.#paused) socket.resume();
+      if (!this.#paused && !this.#awaitingDrain) socket.resume();
     });
     socket.on('data', (chunk: Buffer) => {
       this.#reader.push(chunk); // after a protocol error the reader reads nothing more
     });
-    socket.on('drain', () => this.emit('drain'));
+    socket.on('drain', () => {
+      if (this.#awaitingDrain) {
+        this.#awaitingDrain = false;
+        this.#answerPing();
+        if (!this.#awaitingDrain && !this.#paused) socket.resume();
+      }
+      this.emit('drain');
+    });
     socket.on('end', () => {
       // The peer ended its side: without a close frame before, the stream was cut (1006).
       if (this.#state === 'open') this.#state = 'closing';
@@ -258,7 +272,7 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
 
   resume(): void {
     this.#paused = false;
-    this.#socket.resume();
+    if (!this.#awaitingDrain || this.#state !== 'open') this.#socket.resume();
   }
 
   /**
@@ -315,9 +329,22 @@ export class StreamSocket extends EventEmitter<StreamSocketEvents> {
     this.#write(OPCODE.close, [closePayload(code, reason)]);
   }
 
+  /** Answers the latest ping, unless our socket is backed up: then the peer is not read until 'drain'. */
+  #answerPing(): void {
+    if (this.#unansweredPing === undefined || this.#state !== 'open' || this.#closeSent) return;
+    if (this.#socket.writableNeedDrain) {
+      this.#awaitingDrain = true;
+      this.#socket.pause();
+      return;
+    }
+    this.#write(OPCODE.pong, [this.#unansweredPing]);
+    this.#unansweredPing = undefined;
+  }
+
   #control(opcode: number, payload: Buffer): void {
     if (opcode === OPCODE.ping) {
-      if (this.#state === 'open' && !this.#closeSent) this.#write(OPCODE.pong, [payload]);
+      this.#unansweredPing = payload;
+      this.#answerPing();
       this.emit('ping');
       return;
     }

@@ -6,6 +6,7 @@
  * refusals of a wrong token once (docs/settings.md, agent).
  */
 import { hostname } from 'node:os';
+import { agentKey, proofMatches, streamOpenSignature } from '../shared/agent-proofs';
 import { createBackoff, type Backoff } from '../shared/backoff';
 import type { Logger } from '../shared/log';
 import {
@@ -21,7 +22,7 @@ import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { connectStreamSocket, HandshakeError, type StreamSocket } from '../shared/ws-client';
 import { serverUrls, type AgentConfig } from './config';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';
-import { createStreamDialer } from './stream-dialer';
+import { createStreamDialer, type StreamRequest } from './stream-dialer';
 import type { ShellPool } from './shell/shell-pool';
 import { openUploadJournal, type UploadJournal } from './file-transfer/upload-journal';
 import { createReconnectPolicy, formatWait } from './reconnect';
@@ -72,7 +73,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   const streams = createStreamDialer(config, {
     log,
     send: (msg) => send(msg),
-    streamUrl: (url) => streamUrlFor(url),
+    streamUrl: (msg) => streamUrlFor(msg),
     shells: shellPool,
     uploadJournal: () => uploads!.begin(),
   });
@@ -81,23 +82,28 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     void streams.endSession(session.sessionId, reason).then(() => send({ type: 'session.ended', session_id: session.sessionId }));
   });
 
+  const key = agentKey(config.token);
+
   /**
    * Where to dial a stream: the server of the control channel, or the cluster node the client
-   * joined (`url`). The node that holds this control channel already decides what the device
-   * serves and has seen its token, so its word is taken, but never to a downgrade: an agent
-   * connected over TLS dials streams over TLS only. Undefined: not a place to dial.
+   * joined (`url`) when that is one of this agent's own servers or the control node signed the
+   * request (a node or a bus that only relays cannot send the device elsewhere); never from TLS
+   * to plain. Undefined: not a place to dial.
    */
-  function streamUrlFor(url: string | undefined): string | undefined {
+  function streamUrlFor(msg: StreamRequest): string | undefined {
     const own = config.servers[current]!;
-    if (url === undefined) return own.streamUrl;
+    if (msg.url === undefined) return own.streamUrl;
     let wanted: string;
     try {
-      wanted = serverUrls(url).streamUrl;
+      wanted = serverUrls(msg.url).streamUrl;
     } catch {
       return undefined;
     }
     if (!/^wss?:\/\//.test(wanted)) return undefined;
-    return own.connectUrl.startsWith('wss:') && !wanted.startsWith('wss:') ? undefined : wanted;
+    if (own.connectUrl.startsWith('wss:') && !wanted.startsWith('wss:')) return undefined;
+    if (config.servers.some((s) => s.streamUrl === wanted)) return wanted;
+    const expected = streamOpenSignature(key, { ...msg, device_id: config.deviceId });
+    return msg.sig !== undefined && proofMatches(expected, msg.sig) ? wanted : undefined;
   }
 
   /** After a failure, another server, chosen at random so that a failed node's agents spread over the rest. */

@@ -4,6 +4,7 @@
  * it, and ends it when the client leaves, the session closes or expires, or the agent stops.
  * Refuses streams beyond `maxSessions` (docs/control-channel.md, data streams).
  */
+import { agentKey, streamProof } from '../shared/agent-proofs';
 import type { Logger } from '../shared/log';
 import type { StagingJournal } from '../shared/tar-extract';
 import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/control-channel';
@@ -39,10 +40,13 @@ export interface StreamRequest {
   session_id: string;
   stream_id: string;
   protocol: SessionProtocol;
+  expires_at: string;
   /** Where a port-forward session's connections may go. */
   targets?: string[] | undefined;
   /** The cluster node to dial the stream at, when not the agent's own server. */
   url?: string | undefined;
+  /** The control node's signature, for a `url` that is not one of the agent's own servers. */
+  sig?: string | undefined;
 }
 
 /** The agent's data streams: dialled on request, ended by session or all at once. */
@@ -51,13 +55,14 @@ export function createStreamDialer(
   deps: {
     log: Logger;
     send(msg: AgentToBrokerMessage): void;
-    /** Where to dial a stream the broker asked for at `url` (none: its own server); undefined: nowhere allowed. */
-    streamUrl(url: string | undefined): string | undefined;
+    /** Where to dial a stream the broker asked for (at its `url`, or its own server); undefined: nowhere allowed. */
+    streamUrl(req: StreamRequest): string | undefined;
     shells?: HandlerContext['shells'];
     uploadJournal?: () => StagingJournal;
   },
 ) {
   const { log } = deps;
+  const key = agentKey(config.token);
   const active = new Map<string, ActiveStream>();
 
   function open(req: StreamRequest): void {
@@ -70,13 +75,13 @@ export function createStreamDialer(
       });
       return;
     }
-    const streamUrl = deps.streamUrl(req.url);
+    const streamUrl = deps.streamUrl(req);
     if (streamUrl === undefined) {
       log.warn('refusing a stream at a URL it will not dial', { session_id: req.session_id, url: req.url });
       deps.send({
         type: 'stream.refused',
         stream_id: req.stream_id,
-        message: `the stream is at ${String(req.url).slice(0, 200)}, which is not an http(s) URL or would take this device's token off TLS`,
+        message: `the stream is at ${String(req.url).slice(0, 200)}, which is not one of this device's servers and not signed by the control node, or not http(s), or would leave TLS`,
       });
       return;
     }
@@ -87,8 +92,9 @@ export function createStreamDialer(
     const slog = log.child({ session_id: req.session_id, protocol: req.protocol });
     const connected = connectStreamSocket(streamUrl, {
       protocol: AGENT_SUBPROTOCOL,
+      // Not the token: a proof bound to this stream, which no one who sees it can use elsewhere.
       headers: {
-        authorization: `Bearer ${config.token}`,
+        [AGENT_HEADERS.streamProof]: streamProof(key, req.stream_id),
         [AGENT_HEADERS.deviceId]: config.deviceId,
         [AGENT_HEADERS.agentVersion]: TETHER_VERSION,
         [AGENT_HEADERS.streamId]: req.stream_id,

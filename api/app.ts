@@ -23,6 +23,7 @@ import { createAccounts } from './identity/accounts';
 import { createIdentity } from './identity/identity';
 import { createSessions } from './sessions/sessions';
 import { createStreamAccess } from './sessions/stream-access';
+import { sessionErrorDialect } from './sessions/envelope';
 import { createDeployments } from './deployments/deployments';
 import type { RuntimeFactory } from './deployments/runtime';
 import { serviceRoutes } from './deployments/routes';
@@ -53,6 +54,8 @@ export interface ApiDeps {
   recordings: RecorderSettings;
   /** The built web console, served at `/`; none: `/` says how to build it. */
   consoleDir?: string | undefined;
+  /** A session with no client connected this long (s) closes `idle` (TETHER_SESSION_IDLE_SECONDS; default 300). */
+  sessionIdleSeconds?: number | undefined;
 }
 
 export function createApi(deps: ApiDeps) {
@@ -72,7 +75,7 @@ export function createApi(deps: ApiDeps) {
       }
     },
   });
-  const recorder = createRecorder(store, deps.recordings, log.child({ component: 'recordings' }), now);
+  const recorder = createRecorder(store, deps.recordings, log.child({ component: 'recordings' }), now, metrics);
   const events = createEventHub();
   const sessionEvent = (event: 'session.opened' | 'session.closed', s: SessionRow) =>
     events.publish({
@@ -100,7 +103,13 @@ export function createApi(deps: ApiDeps) {
       sessionEvent('session.closed', session);
     },
   };
-  const sessions = createSessions({ store, relay: sessionRelay, log: log.child({ component: 'sessions' }), now });
+  const sessions = createSessions({
+    store,
+    relay: sessionRelay,
+    log: log.child({ component: 'sessions' }),
+    now,
+    idleSeconds: deps.sessionIdleSeconds,
+  });
   // The runtime reports to the deployment service, which exists once the runtime does.
   const runtime = deps.runtime((report) => deployments.onReport(report), log.child({ component: 'runtime' }));
   const deployments = createDeployments({ store, runtime, log: log.child({ component: 'deployments' }), now });
@@ -115,16 +124,16 @@ export function createApi(deps: ApiDeps) {
   app.silent = true; // errors are rendered and logged by errorHandler, never printed by Koa
   app.use(requestId());
   // Features with an error shape of their own register it here; the handler knows none.
-  const errors = createErrorRenderer([fleetErrorDialect]);
+  const errors = createErrorRenderer([fleetErrorDialect, sessionErrorDialect]);
   app.use(errorHandler(log.child({ component: 'http' }), requests, errors));
 
   const loginFailures = createSlidingWindowLimiter(LOGIN_FAILURES_PER_MINUTE, minute, now);
-  const eventsHttp = eventRoutes({ hub: events, tokens, now });
+  const eventsHttp = eventRoutes({ hub: events, tokens, now, log: log.child({ component: 'events' }) });
   const publicRoutes = [
     healthRoutes(store, metrics),
     publicIdentityRoutes(identity, loginFailures),
     eventsHttp.open,
-    consoleRoutes(deps.consoleDir),
+    consoleRoutes(deps.consoleDir, deps.wsBase),
     openApiRoutes(),
   ];
   for (const r of publicRoutes) app.use(r.routes());
@@ -177,6 +186,14 @@ export function createApi(deps: ApiDeps) {
     sessions,
     /** Decides who may connect to a session's stream (the broker asks). */
     authorizeStream: createStreamAccess(store, tokens, deps.ticketer, now),
+    /**
+     * Where the broker (or, in a cluster, the control node for its edges) reports clients joining
+     * and leaving session streams: a session nobody is connected to closes `idle`. Never throw.
+     */
+    streamClients: {
+      attached: (sessionId: string): void => sessions.streamAttached(sessionId),
+      detached: (sessionId: string): void => sessions.streamDetached(sessionId),
+    },
     /** Where the broker reports agents coming and going: recorded, and published as events. */
     presence: {
       online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null) {

@@ -1,7 +1,8 @@
 /**
  * @module The agent control channel: authenticates agents at the upgrade, tracks presence with
  * generations, checks liveness with pings (every `heartbeatMs`; an agent silent for two
- * intervals is dropped), and carries control messages to agents.
+ * intervals is dropped), and carries control messages to agents. An agent that lets our writes
+ * pile up unread (messages or pongs) is dropped, so none can make us queue without bound.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -18,7 +19,7 @@ import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { formatTarget, MAX_PATTERNS, parsePattern } from '../shared/forward-targets';
 import { AgentRegistry, type AgentEntry } from './registry';
 import { acceptWebSocket } from './accept';
-import { checkedAgent } from './credentials';
+import { checkedAgent, type AgentAuthenticator } from './credentials';
 import { rejectUpgrade } from './reject';
 
 /** Control messages are small; anything bigger is garbage or abuse. */
@@ -43,8 +44,8 @@ export interface AgentChannelDeps {
   /** Wall clock (ms), for `last_seen_at`; liveness uses the monotonic clock, immune to clock steps. */
   now: () => number;
   heartbeatMs: number;
-  /** True when `token` is the agent token of `deviceId`; rejects when that cannot be known now. */
-  authenticateAgent(deviceId: string, token: string): boolean | Promise<boolean>;
+  /** True when the credential proves `deviceId`; rejects when that cannot be known now. */
+  authenticateAgent: AgentAuthenticator;
   presence: PresenceSink;
   /** An agent acknowledged that a session's handler ended. */
   onSessionEnded?(deviceId: string, sessionId: string): void;
@@ -76,6 +77,8 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     noServer: true,
     maxPayload: CONTROL_MAX_PAYLOAD,
     perMessageDeflate: false,
+    // We answer pings ourselves, within the bound every write to an agent keeps (`behind`).
+    autoPong: false,
     handleProtocols: (offered) => (offered.has(AGENT_SUBPROTOCOL) ? AGENT_SUBPROTOCOL : false),
   });
   const seenSinceFlush = new Map<string, number>();
@@ -119,6 +122,9 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     }
 
     ws.on('pong', () => markSeen(entry));
+    ws.on('ping', function onAgentPing(data) {
+      if (ws.readyState === WebSocket.OPEN && !behind(entry)) ws.pong(data);
+    });
     ws.on('message', function onAgentMessage(data, isBinary) {
       markSeen(entry);
       const msg = isBinary ? undefined : parseMessage(agentToBrokerMessage, data.toString());
@@ -145,13 +151,16 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     });
   }
 
+  /** Drops an agent that left more than CONTROL_MAX_BUFFERED bytes of ours unread; true if it did. */
+  function behind(entry: AgentEntry<WebSocket>): boolean {
+    if (entry.socket.bufferedAmount <= CONTROL_MAX_BUFFERED) return false;
+    log.warn('agent is not reading its control channel; dropping it', { device_id: entry.deviceId });
+    entry.socket.terminate();
+    return true;
+  }
+
   function send(entry: AgentEntry<WebSocket>, msg: BrokerToAgentMessage): boolean {
-    if (entry.socket.readyState !== WebSocket.OPEN) return false;
-    if (entry.socket.bufferedAmount > CONTROL_MAX_BUFFERED) {
-      log.warn('agent is not reading its control channel; dropping it', { device_id: entry.deviceId });
-      entry.socket.terminate();
-      return false;
-    }
+    if (entry.socket.readyState !== WebSocket.OPEN || behind(entry)) return false;
     entry.socket.send(JSON.stringify(msg));
     return true;
   }

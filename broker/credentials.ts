@@ -2,6 +2,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { bearerToken } from '../shared/bearer';
+import type { AgentCredential } from '../shared/agent-proofs';
 import { AGENT_HEADERS } from '../shared/control-channel';
 import type { Logger } from '../shared/log';
 import { rejectUpgrade } from './reject';
@@ -9,21 +10,36 @@ import { rejectUpgrade } from './reject';
 /** The token of an `Authorization: Bearer` header, if there is one. */
 export const bearerOf = (req: IncomingMessage): string | undefined => bearerToken(req.headers.authorization);
 
-/** Checks an agent's token: at once on a single server, over the cluster bus on an edge node (which may fail). */
-export type AgentAuthenticator = (deviceId: string, token: string) => boolean | Promise<boolean>;
+/**
+ * Checks what an agent shows (its token, or on a data stream a proof bound to the stream): at once
+ * on a single server, over the cluster bus on an edge node (which may fail).
+ */
+export type AgentAuthenticator = (deviceId: string, credential: AgentCredential) => boolean | Promise<boolean>;
 
 /** What a refused upgrade says when the node cannot check credentials right now (cluster bus away). */
 export const UNAVAILABLE_MESSAGE = 'this node cannot check credentials right now (its cluster bus is away); retry shortly or use another server';
 
 /**
- * The device id an agent's upgrade claims, when its agent token proves it; `claimed` is what it
+ * What an agent's upgrade shows: on a data stream (`stream`) its stream proof, or its token (agents
+ * before the proof sent their token there too); on the control channel, its token only.
+ */
+function credentialOf(req: IncomingMessage, stream: boolean): AgentCredential | undefined {
+  const proof = req.headers[AGENT_HEADERS.streamProof];
+  const streamId = req.headers[AGENT_HEADERS.streamId];
+  if (stream && typeof proof === 'string' && typeof streamId === 'string') return { streamId, proof };
+  const token = bearerOf(req);
+  return token === undefined ? undefined : { token };
+}
+
+/**
+ * The device id an agent's upgrade claims, when its credential proves it; `claimed` is what it
  * said (for logs), whether or not it was proven.
  */
-export async function agentDevice(req: IncomingMessage, authenticate: AgentAuthenticator): Promise<{ device?: string; claimed?: string }> {
+export async function agentDevice(req: IncomingMessage, authenticate: AgentAuthenticator, stream = false): Promise<{ device?: string; claimed?: string }> {
   const header = req.headers[AGENT_HEADERS.deviceId];
   const claimed = typeof header === 'string' ? header : undefined;
-  const token = bearerOf(req);
-  return claimed && token && (await authenticate(claimed, token)) ? { device: claimed, claimed } : { claimed };
+  const credential = credentialOf(req, stream);
+  return claimed && credential && (await authenticate(claimed, credential)) ? { device: claimed, claimed } : { claimed };
 }
 
 /**
@@ -35,10 +51,11 @@ export async function checkedAgent(
   authenticate: AgentAuthenticator,
   socket: Duplex,
   log: Logger,
+  stream = false,
 ): Promise<{ device?: string; claimed?: string } | undefined> {
   let proof: { device?: string; claimed?: string };
   try {
-    proof = await agentDevice(req, authenticate);
+    proof = await agentDevice(req, authenticate, stream);
   } catch (err) {
     log.warn('could not check an agent token', { err: (err as Error).message });
     if (!socket.destroyed) rejectUpgrade(socket, 503, 'unavailable', UNAVAILABLE_MESSAGE);

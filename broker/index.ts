@@ -46,10 +46,14 @@ export interface BrokerDeps {
   recordings?: RecordingPort | undefined;
   /** Browser origins besides the server's own that may open session streams. */
   allowedOrigins?: readonly string[] | undefined;
+  /** The URL this node is reached at (TETHER_PUBLIC_URL, or derived from the listening address): its origin may open session streams. */
+  publicUrl?: string | undefined;
   /** In a cluster: asks the node that holds a device's agent to send it `stream.open` (docs/cluster.md). */
   routeStream?: StreamDeps['routeStream'];
   /** In a cluster: an agent here refused a stream that waits on no stream here (its client is on another node). */
   onStreamRefusedElsewhere?(deviceId: string, streamId: string, message: string): void;
+  /** Told when clients join and leave session streams here: the API closes sessions nobody uses (`idle`). */
+  streamClients?: { attached(sessionId: string): void; detached(sessionId: string): void } | undefined;
 }
 
 export interface SessionNotice {
@@ -88,6 +92,8 @@ export function createBroker(deps: BrokerDeps) {
     now: deps.now,
     recordings: deps.recordings,
     allowedOrigins: deps.allowedOrigins,
+    publicUrl: deps.publicUrl,
+    streamClients: deps.streamClients,
   });
   deps.metrics.gauge('tether_agents_online', 'Agents connected to the broker.', () => agents.registry.size);
   deps.metrics.gauge('tether_streams_open', 'Session streams with a client connected.', () => streams.size);

@@ -48,16 +48,35 @@ export interface StreamDeps {
   recordings?: RecordingPort | undefined;
   /** Browser origins besides the server's own that may open session streams. */
   allowedOrigins?: readonly string[] | undefined;
+  /** The URL this node is reached at (its public URL): pages of its origin may open session streams. */
+  publicUrl?: string | undefined;
+  /** Told when a client is admitted to a session's stream and when that stream is released (a session nobody uses closes). */
+  streamClients?: { attached(sessionId: string): void; detached(sessionId: string): void } | undefined;
 }
 
-/** A browser's `Origin` may open a stream: the page came from this very server, or from a named origin. */
-function originAllowed(origin: string, host: string | undefined, allowed: readonly string[]): boolean {
-  if (allowed.includes(origin)) return true;
-  try {
-    return host !== undefined && new URL(origin).host === host;
-  } catch {
-    return false;
-  }
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
+const isLoopback = (hostname: string): boolean => LOOPBACK_NAMES.includes(hostname) || /^127(\.\d{1,3}){3}$/.test(hostname);
+
+/**
+ * The browser origins whose pages may open session streams: the public URL's own and the ones
+ * the operator named. Never the request's own Host: a DNS-rebinding page (evil.example resolved
+ * to this server) sends a Host that matches its Origin. A loopback host has several names, so on
+ * one every loopback name with the same scheme and port is the same origin (the console at
+ * http://localhost:8080 of a server on 127.0.0.1:8080): only pages on this machine can have them.
+ */
+export function streamOrigins(publicUrl: string | undefined, allowed: readonly string[]): ReadonlySet<string> {
+  const origins = new Set(allowed);
+  if (publicUrl === undefined || !URL.canParse(publicUrl)) return origins;
+  const url = new URL(publicUrl);
+  origins.add(url.origin);
+  const port = url.port === '' ? '' : `:${url.port}`;
+  if (isLoopback(url.hostname)) for (const name of LOOPBACK_NAMES) origins.add(`${url.protocol}//${name}${port}`);
+  return origins;
+}
+
+/** A browser's `Origin` may open a stream only when it is one of `origins`, exactly as browsers serialise it (RFC 6454 §6.1). */
+function originAllowed(origin: string, origins: ReadonlySet<string>): boolean {
+  return origins.has(origin);
 }
 
 interface Stream {
@@ -80,6 +99,7 @@ export function createStreams(deps: StreamDeps) {
   const { log } = deps;
   const joinTimeoutMs = deps.joinTimeoutMs ?? DEVICE_JOIN_TIMEOUT_MS;
   const now = deps.now ?? Date.now;
+  const origins = streamOrigins(deps.publicUrl, deps.allowedOrigins ?? []);
   /** Every stream socket still open, clients' and devices', to close on shutdown. */
   const hops = new Set<Hop>();
   const bySession = new Map<string, Stream>();
@@ -92,7 +112,8 @@ export function createStreams(deps: StreamDeps) {
     clearTimeout(stream.retryTimer);
     clearTimeout(stream.tokenTimer);
     if (bySession.get(stream.grant.sessionId) === stream) bySession.delete(stream.grant.sessionId);
-    byStreamId.delete(stream.streamId);
+    // Released more than once (an end, then the close it causes): the client left once.
+    if (byStreamId.delete(stream.streamId)) deps.streamClients?.detached(stream.grant.sessionId);
     meter.flush(stream.grant.sessionId);
     stream.recording?.end();
     stream.recording = undefined;
@@ -148,6 +169,7 @@ export function createStreams(deps: StreamDeps) {
     const stream: Stream = { streamId: randomBase32(26), grant, client: ws };
     bySession.set(grant.sessionId, stream);
     byStreamId.set(stream.streamId, stream);
+    deps.streamClients?.attached(grant.sessionId);
     const slog = log.child({ session_id: grant.sessionId, stream_id: stream.streamId });
     slog.info('client connected to stream', { protocol: grant.protocol });
     ws.onClose(function onClientCloseBeforeJoin() {
@@ -227,7 +249,7 @@ export function createStreams(deps: StreamDeps) {
       // browsers say where a page comes from, and only the console's own origin, or one the
       // operator named, may open a stream. Clients that are not browsers send no Origin.
       const origin = req.headers.origin;
-      if (origin !== undefined && !originAllowed(origin, req.headers.host, deps.allowedOrigins ?? [])) {
+      if (origin !== undefined && !originAllowed(origin, origins)) {
         log.warn('refused a session stream from another origin', { session_id: sessionId, origin: origin.slice(0, 200) });
         rejectUpgrade(socket, 403, 'forbidden', 'this origin may not open session streams (TETHER_CONSOLE_ORIGINS)');
         return;
@@ -254,7 +276,7 @@ export function createStreams(deps: StreamDeps) {
 
     /** A device's data WebSocket for a stream it was asked to serve. */
     async handleAgentUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-      const proof = await checkedAgent(req, deps.authenticateAgent, socket, log);
+      const proof = await checkedAgent(req, deps.authenticateAgent, socket, log, true);
       if (!proof) return;
       const deviceId = proof.device;
       if (!deviceId) {

@@ -10,6 +10,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import * as z from 'zod/mini';
+import { sessionHolderSchema, type SessionHolder } from '../shared/session-holder';
 import type { Problem } from '../shared/zod-issues';
 import { CliError } from './errors';
 
@@ -18,16 +19,18 @@ export interface ApiProblem extends Problem {
   line?: number;
 }
 
-/** The API's error body: `{error, message, status, details?}`. */
+/** The API's error body: `{error, message, status, details?, holder?}`. */
 export interface ApiErrorBody {
   error: string;
   message: string;
   status: number;
   details?: ApiProblem[];
+  /** A 409 on opening a session: who holds the open one of that protocol. */
+  holder?: SessionHolder;
 }
 
 const problemsSchema = z.optional(z.array(z.object({ path: z.string(), message: z.string(), line: z.optional(z.number()) })));
-const errorBodySchema = z.object({ error: z.string(), message: z.string(), details: problemsSchema });
+const errorBodySchema = z.object({ error: z.string(), message: z.string(), details: problemsSchema, holder: z.optional(sessionHolderSchema) });
 /** The fleet interface's errors (docs/http-api.md, fleet groups). */
 const fleetErrorSchema = z.object({
   status: z.literal('error'),

@@ -17,6 +17,7 @@ const END_WORDS: Readonly<Record<StreamEndReason, string>> = {
   expired: 'the session expired (its TTL ran out)',
   token_expired: `the ${STREAM_END.token_expired.text}`,
   device_deleted: `the ${STREAM_END.device_deleted.text}`,
+  idle: `the ${STREAM_END.idle.text}`,
   server_shutdown: 'the server is shutting down',
   agent_stopping: "the device's agent stopped",
 };

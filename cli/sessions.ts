@@ -1,9 +1,11 @@
 /**
  * @module Opening a session the way the API asks clients to (docs/http-api.md, errors): a 409 is
- * explained with the session in the way (and `--replace` closes it first); a 422 is explained (and
- * `--wait-online` waits for the agent).
+ * explained with whose session is in the way (its `holder`, never its message's words): your own
+ * one `--replace` closes first; someone else's is named with when it was opened. A 422 is explained
+ * (and `--wait-online` waits for the agent).
  */
 import type { SessionProtocol } from '../shared/control-channel';
+import type { SessionHolder } from '../shared/session-holder';
 import { ApiFailure, type ApiClient } from './api-client';
 import { CliError } from './errors';
 import { openStream, type ClientStream } from './stream';
@@ -49,6 +51,25 @@ async function openSessionsOf(api: ApiClient, device: string, protocol: SessionP
   return api.request<Session[]>('GET', `/v1/remote-access/sessions?${q}`);
 }
 
+/** Who the token belongs to; undefined when that cannot be known (then no session is taken for yours). */
+async function whoAmI(api: ApiClient): Promise<{ username: string; role: string | null } | undefined> {
+  return api.request<{ username: string; role: string | null }>('GET', '/v1/me').catch(() => undefined);
+}
+
+/** The error for a session of someone else's in the way: who, since when, and what can end it. */
+async function heldByOther(api: ApiClient, o: OpenOptions, holder: SessionHolder, me: { role: string | null } | undefined, code: string): Promise<CliError> {
+  // An administrator sees the session and may close it; nobody else learns more than the holder.
+  const theirs = me?.role === 'administrator' ? await openSessionsOf(api, o.device, o.protocol).catch(() => []) : [];
+  const close = theirs[0] ? `\nAs an administrator you may close it: tether session close ${theirs[0].session_id}` : '';
+  return new CliError(
+    `a ${o.protocol} session is already open for ${o.device}: ${holder.opened_by} holds it (opened at ${holder.opened_at}).\n` +
+      'It closes when its owner closes it, when its TTL runs out, or once no client has been connected to it for a while.' +
+      (o.replace ? ' --replace closes only your own sessions.' : '') +
+      close,
+    code,
+  );
+}
+
 async function waitOnline(api: ApiClient, device: string, timeoutS: number, notice: (l: string) => void): Promise<void> {
   notice(`waiting up to ${timeoutS} s for the agent of ${device} to come online…`);
   const deadline = Date.now() + timeoutS * 1000;
@@ -74,24 +95,27 @@ export async function openSession(api: ApiClient, o: OpenOptions): Promise<Sessi
       return await api.request<Session>('POST', '/v1/remote-access/sessions', body);
     } catch (err) {
       if (!(err instanceof ApiFailure)) throw err;
-      if (err.status === 409) {
-        const existing = await openSessionsOf(api, o.device, o.protocol).catch(() => []);
-        const ids = existing.map((s) => `${s.session_id} (opened by ${s.opened_by})`).join(', ');
+      if (err.code === 'conflict' && err.body.holder) {
+        const { holder } = err.body;
+        const me = await whoAmI(api);
+        if (!me || holder.opened_by !== me.username) throw await heldByOther(api, o, holder, me, err.code);
+        const mine = (await openSessionsOf(api, o.device, o.protocol).catch(() => [])).filter((s) => s.opened_by === me.username);
         if (!o.replace || replaced) {
+          const ids = mine.map((s) => s.session_id).join(', ');
           throw new CliError(
-            `a ${o.protocol} session is already open for ${o.device}${ids ? `: ${ids}` : ' (opened by someone you cannot see)'}.\n` +
+            `a ${o.protocol} session is already open for ${o.device}: yours${ids ? ` (${ids})` : ''}, opened at ${holder.opened_at}.\n` +
               (o.replace ? 'It could not be replaced.' : 'Run again with --replace to close it first, or close it with `tether session close ID`.'),
             err.code,
           );
         }
-        if (existing.length === 0) throw new CliError(`a ${o.protocol} session for ${o.device} is open, but not yours to close`, err.code);
-        for (const s of existing) {
+        for (const s of mine) {
           o.notice(`closing session ${s.session_id} (--replace)`);
-          await api.request('DELETE', `/v1/remote-access/sessions/${s.session_id}`);
+          await closeSession(api, s.session_id);
         }
         replaced = true;
         continue;
       }
+      if (err.code === 'conflict') throw new CliError(err.body.message, err.code);
       if (err.status === 422 && err.code === 'target_not_allowed') throw new CliError(err.body.message, err.code);
       if (err.status === 422) {
         if (!o.waitOnline || waited) {

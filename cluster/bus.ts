@@ -4,8 +4,10 @@
  * away. JSON in and out, every message received checked against its schema (a malformed one is
  * logged and dropped), requests with a deadline, and `up()` saying whether the bus can be used now.
  */
-import { connect, headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { readFileSync } from 'node:fs';
+import { connect, credsAuthenticator, headers as natsHeaders, type ConnectionOptions, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type * as z from 'zod/mini';
+import { controlWildcard, inboxPrefix, nodeOfSubject, type ControlVerb } from '../shared/cluster';
 import type { Logger } from '../shared/log';
 
 /** The bus cannot be used now: not connected, or nobody answered in time. */
@@ -14,8 +16,13 @@ export class BusUnavailable extends Error {
 }
 
 export interface BusOptions {
+  /** `nats://[user:password@]host:port` or `tls://…`, or several comma-separated. */
   url: string;
-  /** Names the connection in the NATS server's monitoring (`tether-<role>-<node id>`). */
+  /** The node's credentials file (a user JWT and its NKEY seed), when the bus asks for them. */
+  credsFile?: string | undefined;
+  /** The node's name: its requests' replies come to `_INBOX.<name>.…`, which only it may read. */
+  nodeName: string;
+  /** Names the connection in the NATS server's monitoring (`tether-<node id>`). */
   name: string;
   log: Logger;
   /** Called when the bus comes up (first time and after every outage) and goes down. */
@@ -28,11 +35,40 @@ export function redactedUrl(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/g, '//$1:***@');
 }
 
+/**
+ * How to authenticate to the bus: the credentials file, or the user and password of the URL
+ * (the NATS client does not read them from a URL itself, and would take a password of digits
+ * for a port). `open`: neither, so anyone who reaches the bus may speak on it.
+ */
+export function busAuth(url: string, credsFile: string | undefined): { servers: string[]; auth: Partial<ConnectionOptions>; open: boolean } {
+  const urls = url.split(',').map((u) => new URL(u.trim()));
+  const servers = urls.map((u) => `${u.protocol}//${u.host}`);
+  if (credsFile !== undefined) return { servers, auth: { authenticator: credsAuthenticator(readFileSync(credsFile)) }, open: false };
+  const withUser = urls.find((u) => u.username !== '');
+  if (withUser) return { servers, auth: { user: decodeURIComponent(withUser.username), pass: decodeURIComponent(withUser.password) }, open: false };
+  return { servers, auth: {}, open: true };
+}
+
+/** The node name in a credentials file (its user JWT's `name`), or undefined when it has none. */
+export function credsName(credsFile: string): string | undefined {
+  const jwt = /-----BEGIN NATS USER JWT-----\s*([A-Za-z0-9_.-]+)\s*------END NATS USER JWT------/.exec(readFileSync(credsFile, 'utf8'))?.[1];
+  const payload = jwt?.split('.')[1];
+  if (!payload) return undefined;
+  try {
+    const name = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { name?: unknown }).name;
+    return typeof name === 'string' ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const REDIAL_MS = 500;
 const REQUEST_TIMEOUT_MS = 2_000;
 
 export interface Incoming<T> {
   body: T;
+  /** The node that sent it, from its subject (`tether.control.<node>.<verb>`); empty elsewhere. */
+  node: string;
   headers: MsgHdrs | undefined;
   /** Answers a request (does nothing for a published message). */
   reply(body: unknown): void;
@@ -40,6 +76,8 @@ export interface Incoming<T> {
 
 export function createBus(options: BusOptions) {
   const { log } = options;
+  const { servers, auth, open } = busAuth(options.url, options.credsFile);
+  if (open) log.warn('the cluster bus has no credentials: every local user can speak on it as any node (docs/cluster.md, security)');
   let nc: NatsConnection | undefined;
   let connected = false;
   let closed = false;
@@ -70,7 +108,9 @@ export function createBus(options: BusOptions) {
   function dial(): void {
     redial = undefined;
     connect({
-      servers: options.url,
+      servers,
+      ...auth,
+      inboxPrefix: inboxPrefix(options.nodeName),
       name: options.name,
       reconnect: true,
       maxReconnectAttempts: -1,
@@ -138,7 +178,7 @@ export function createBus(options: BusOptions) {
           return;
         }
         try {
-          handle({ body, headers: msg.headers, reply: (answer) => void (msg.reply && msg.respond(encode(answer))) });
+          handle({ body, node: nodeOfSubject(msg.subject), headers: msg.headers, reply: (answer) => void (msg.reply && msg.respond(encode(answer))) });
         } catch (err) {
           log.error('a cluster message could not be handled', { subject: msg.subject, err: (err as Error).message });
         }
@@ -147,11 +187,17 @@ export function createBus(options: BusOptions) {
       if (nc && !nc.isClosed()) subscriptions.push(nc.subscribe(subject, { queue, callback: (_err, msg) => onMessage(msg) }));
     },
 
-    /** Handles raw messages of a subject (bytes and headers, no JSON). */
-    onRaw(subject: string, handle: (data: Uint8Array, headers: MsgHdrs | undefined) => void): void {
+    /** Handles `verb` from every node (the control node): `node` in what `handle` gets is the sender. */
+    onNode<T>(verb: ControlVerb, schema: z.ZodMiniType<T>, handle: (msg: Incoming<T>) => void): void {
+      this.on(controlWildcard(verb), schema, handle);
+    },
+
+    /** Handles raw messages of `verb` from every node (bytes and headers, no JSON). */
+    onRawNode(verb: ControlVerb, handle: (node: string, data: Uint8Array, headers: MsgHdrs | undefined) => void): void {
+      const subject = controlWildcard(verb);
       const onMessage = (msg: Msg) => {
         try {
-          handle(msg.data, msg.headers);
+          handle(nodeOfSubject(msg.subject), msg.data, msg.headers);
         } catch (err) {
           log.error('a cluster message could not be handled', { subject: msg.subject, err: (err as Error).message });
         }

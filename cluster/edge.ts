@@ -1,29 +1,35 @@
 /**
  * @module An edge node's side of the cluster (docs/cluster.md): what its broker needs from a
- * database it does not have, asked of the control node over NATS. Credentials are checked by
- * request (answers kept a short while, dropped at once by the broadcasts that change them);
- * presence goes out as changes with connection generations and, whenever the control node may
- * have missed some (it restarted, the bus was away), as a full snapshot; byte counts are sent
- * until acknowledged. An edge cut from the bus past the agents' heartbeat deadline lets its
- * agents go, so that they reconnect to a node that can vouch for them.
+ * database it does not have, asked of the control node over NATS. Agents are vouched for by the
+ * node's proof that it saw their token (never the token itself), clients by digests of their
+ * ticket or bearer token; answers are kept a short while and dropped at once by the broadcasts
+ * that change them. Presence goes out as changes with connection generations and, whenever the
+ * control node may have missed some (it restarted, the bus was away), as a full snapshot; byte
+ * counts are sent until acknowledged. An edge cut from the bus past the agents' heartbeat
+ * deadline lets its agents go, so that they reconnect to a node that can vouch for them.
  */
-import { createHash } from 'node:crypto';
 import {
   agentAuthReply,
+  CONTROL_VERBS,
+  controlSubject,
   nodeHeartbeatReply,
   okReply,
+  PART,
   sentReply,
   streamAuthReply,
-  SUBJECTS,
   type AgentOffline,
   type AgentOnline,
   type BroadcastMessage,
+  type ControlVerb,
 } from '../shared/cluster';
+import { agentKey, nodeAgentProof } from '../shared/agent-proofs';
 import type { BrokerToAgentMessage } from '../shared/control-channel';
-import { randomBase32 } from '../shared/ids';
+import { randomBase32, sha256Hex } from '../shared/ids';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { StreamAccess } from '../shared/session-stream';
+import { ticketDigest as ticketDigestOf } from '../shared/tickets';
+import type { AgentCredential } from '../shared/agent-proofs';
 import type { Bus } from './bus';
 import { digestOf } from './holders';
 import { followCluster } from './node';
@@ -34,13 +40,14 @@ import { publishedRecordings } from './recording-link';
 export const AGENT_AUTH_CACHE_MS = 60_000;
 /** How long a stream grant is reused for the same credentials. */
 export const STREAM_AUTH_CACHE_MS = 5_000;
-/** Presence changes and seen times go out in parts of at most this many (NATS caps a message at 1 MiB). */
-const PART = 2_000;
 const PRESENCE_FLUSH_MS = 50;
 const BYTES_FLUSH_MS = 1_000;
 
 export interface EdgeDeps {
   bus: Bus;
+  /** The node's name (from its credentials): the subjects it may speak on. */
+  nodeName: string;
+  /** This run's id: the name and 8 random characters. */
   nodeId: string;
   /** The node's public URL: agents dial it for the streams of clients that joined here. */
   publicUrl: string;
@@ -49,18 +56,19 @@ export interface EdgeDeps {
   metrics: Metrics;
 }
 
-const digest = (text: string) => createHash('sha256').update(text).digest('base64url');
-
 type StreamOpen = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
 
 export function createEdge(deps: EdgeDeps) {
-  const { bus, nodeId, log } = deps;
+  const { bus, nodeId, nodeName, log } = deps;
+  const subject = (verb: ControlVerb) => controlSubject(nodeName, verb);
   const mono = () => performance.now();
   const deadline = deadlineOf(deps.heartbeatMs);
   let broker: LocalBroker | undefined;
 
   // caches
   const agentProofs = new Map<string, { deviceId: string; until: number }>();
+  /** The node proof of each device whose agent this node admitted, sent with its presence. */
+  const heldProofs = new Map<string, { proof: string; at: number }>();
   const grants = new Map<string, { grant: Extract<StreamAccess, { ok: true }>['grant']; until: number }>();
 
   // presence
@@ -80,6 +88,30 @@ export function createEdge(deps: EdgeDeps) {
   let closed = false;
   const timers: NodeJS.Timeout[] = [];
 
+  // clients of session streams here, for the control node's idle sessions
+  const clientsHere = new Set<string>();
+  let clientChanges = new Map<string, boolean>();
+  let clientsTimer: NodeJS.Timeout | undefined;
+
+  function flushClients(all = false): void {
+    clearTimeout(clientsTimer);
+    clientsTimer = undefined;
+    const changes = all ? new Map([...clientsHere].map((id) => [id, true] as const)) : clientChanges;
+    clientChanges = new Map();
+    const attached = [...changes].filter(([, on]) => on).map(([id]) => id);
+    const detached = [...changes].filter(([, on]) => !on).map(([id]) => id);
+    for (let i = 0; i < Math.max(attached.length, detached.length); i += PART) {
+      bus.publish(subject(CONTROL_VERBS.streams), { attached: attached.slice(i, i + PART), detached: detached.slice(i, i + PART) });
+    }
+  }
+
+  function queueClients(sessionId: string, attached: boolean): void {
+    if (attached) clientsHere.add(sessionId);
+    else clientsHere.delete(sessionId);
+    clientChanges.set(sessionId, attached);
+    clientsTimer ??= setTimeout(flushClients, PRESENCE_FLUSH_MS);
+  }
+
   const snapshotsSent = deps.metrics.counter('tether_cluster_snapshots_total', 'Presence snapshots this node sent to the control node.');
 
   function flushPresence(): void {
@@ -90,7 +122,7 @@ export function createEdge(deps: EdgeDeps) {
     pendingOnline = [];
     pendingOffline = [];
     for (let i = 0; i < Math.max(online.length, offline.length); i += PART) {
-      const sent = bus.publish(SUBJECTS.presence, {
+      const sent = bus.publish(subject(CONTROL_VERBS.presence), {
         kind: 'changes',
         node_id: nodeId,
         online: online.slice(i, i + PART),
@@ -111,19 +143,27 @@ export function createEdge(deps: EdgeDeps) {
     flushPresence();
     const all: AgentOnline[] = [];
     for (const a of broker.agents()) {
-      all.push({ device_id: a.deviceId, generation: a.generation, since: a.since, agent_version: a.agentVersion, forward_allow: a.forwardAllow ? [...a.forwardAllow] : null });
+      all.push({
+        device_id: a.deviceId,
+        generation: a.generation,
+        since: a.since,
+        agent_version: a.agentVersion,
+        forward_allow: a.forwardAllow ? [...a.forwardAllow] : null,
+        proof: proofOf(a.deviceId),
+      });
     }
     const snapshotId = randomBase32(16);
     let i = 0;
     do {
       const part = all.slice(i, i + PART);
       i += PART;
-      if (!bus.publish(SUBJECTS.presence, { kind: 'snapshot', node_id: nodeId, snapshot_id: snapshotId, online: part, last: i >= all.length })) {
+      if (!bus.publish(subject(CONTROL_VERBS.presence), { kind: 'snapshot', node_id: nodeId, snapshot_id: snapshotId, online: part, last: i >= all.length })) {
         needSnapshot = true;
         return;
       }
     } while (i < all.length);
     snapshotsSent.inc();
+    flushClients(true);
     log.info('sent the control node a presence snapshot', { agents: all.length });
   }
 
@@ -133,7 +173,7 @@ export function createEdge(deps: EdgeDeps) {
     flushPresence();
     try {
       const reply = await bus.request(
-        SUBJECTS.node,
+        subject(CONTROL_VERBS.node),
         { node_id: nodeId, url: deps.publicUrl, agents: broker.agentCount(), digest: digestOf(broker.agents()) },
         nodeHeartbeatReply,
       );
@@ -165,7 +205,7 @@ export function createEdge(deps: EdgeDeps) {
     bytes = new Map();
     bytesInFlight = true;
     try {
-      await bus.request(SUBJECTS.bytes, { counts: [...sending].map(([id, c]) => [id, c.toDevice, c.fromDevice]) }, okReply);
+      await bus.request(subject(CONTROL_VERBS.bytes), { counts: [...sending].map(([id, c]) => [id, c.toDevice, c.fromDevice]) }, okReply);
     } catch {
       // Not acknowledged: counted again with the next ones.
       for (const [id, c] of sending) addBytes(id, c);
@@ -186,7 +226,13 @@ export function createEdge(deps: EdgeDeps) {
     const t = mono();
     for (const [k, v] of agentProofs) if (v.until <= t) agentProofs.delete(k);
     for (const [k, v] of grants) if (v.until <= t) grants.delete(k);
+    const held = new Set<string>();
+    for (const a of broker?.agents() ?? []) held.add(a.deviceId);
+    for (const [k, v] of heldProofs) if (!held.has(k) && t - v.at > AGENT_AUTH_CACHE_MS) heldProofs.delete(k);
   }
+
+  /** The proof sent with a device's presence (empty when the node never proved it: the control node refuses it). */
+  const proofOf = (deviceId: string): string => heldProofs.get(deviceId)?.proof ?? '';
 
   function forget(msg: BroadcastMessage): void {
     switch (msg.type) {
@@ -198,9 +244,11 @@ export function createEdge(deps: EdgeDeps) {
         break;
       case 'device.token_rotated':
         for (const [k, v] of agentProofs) if (v.deviceId === msg.device_id) agentProofs.delete(k);
+        heldProofs.delete(msg.device_id);
         break;
       case 'device.deleted':
         for (const [k, v] of agentProofs) if (v.deviceId === msg.device_id) agentProofs.delete(k);
+        heldProofs.delete(msg.device_id);
         for (const [k, v] of grants) if (v.grant.deviceId === msg.device_id) grants.delete(k);
         break;
       case 'resync':
@@ -213,25 +261,39 @@ export function createEdge(deps: EdgeDeps) {
   }
 
   const brokerDeps = {
-    async authenticateAgent(deviceId: string, token: string): Promise<boolean> {
-      const key = `${deviceId}\n${digest(token)}`;
+    /**
+     * An agent's token (its control channel) becomes the node's proof, which the control node
+     * checks; a data stream's proof goes as it came (it is bound to its stream already).
+     */
+    async authenticateAgent(deviceId: string, credential: AgentCredential): Promise<boolean> {
+      if ('streamId' in credential) {
+        const reply = await bus.request(subject(CONTROL_VERBS.agentAuth), { device_id: deviceId, proof: credential.proof, stream_id: credential.streamId }, agentAuthReply);
+        return reply.ok;
+      }
+      const proof = nodeAgentProof(agentKey(credential.token), nodeName, deviceId);
+      const key = `${deviceId}\n${proof}`;
       const cached = agentProofs.get(key);
-      if (cached && cached.until > mono()) return true;
-      const reply = await bus.request(SUBJECTS.agentAuth, { device_id: deviceId, token }, agentAuthReply);
-      if (reply.ok) agentProofs.set(key, { deviceId, until: mono() + AGENT_AUTH_CACHE_MS });
-      return reply.ok;
+      let ok = cached !== undefined && cached.until > mono();
+      if (!ok) {
+        ok = (await bus.request(subject(CONTROL_VERBS.agentAuth), { device_id: deviceId, proof }, agentAuthReply)).ok;
+        if (ok) agentProofs.set(key, { deviceId, until: mono() + AGENT_AUTH_CACHE_MS });
+      }
+      if (ok) heldProofs.set(deviceId, { proof, at: mono() });
+      return ok;
     },
 
     async authorizeStream(sessionId: string, credentials: { ticket?: string; bearer?: string }): Promise<StreamAccess> {
-      const key = `${sessionId}\n${credentials.ticket ? `t:${digest(credentials.ticket)}` : ''}\n${credentials.bearer ? `b:${digest(credentials.bearer)}` : ''}`;
+      const ticketDigest = credentials.ticket === undefined ? undefined : ticketDigestOf(credentials.ticket);
+      const bearerDigest = credentials.bearer === undefined ? undefined : sha256Hex(credentials.bearer);
+      const key = `${sessionId}\n${ticketDigest ?? ''}\n${bearerDigest ?? ''}`;
       const cached = grants.get(key);
       const now = Date.now();
       const fresh = (g: { expiresAt: string; tokenExpiresAt?: string | undefined }) =>
         Date.parse(g.expiresAt) > now && (g.tokenExpiresAt === undefined || Date.parse(g.tokenExpiresAt) > now);
       if (cached && cached.until > mono() && fresh(cached.grant)) return { ok: true, grant: cached.grant };
       const reply = await bus.request(
-        SUBJECTS.streamAuth,
-        { session_id: sessionId, ...(credentials.ticket !== undefined && { ticket: credentials.ticket }), ...(credentials.bearer !== undefined && { bearer: credentials.bearer }) },
+        subject(CONTROL_VERBS.streamAuth),
+        { session_id: sessionId, ...(ticketDigest !== undefined && { ticket_digest: ticketDigest }), ...(bearerDigest !== undefined && { bearer_digest: bearerDigest }) },
         streamAuthReply,
       );
       if (reply.ok) grants.set(key, { grant: reply.grant, until: mono() + STREAM_AUTH_CACHE_MS });
@@ -240,7 +302,14 @@ export function createEdge(deps: EdgeDeps) {
 
     presence: {
       online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null, generation: number): void {
-        pendingOnline.push({ device_id: deviceId, generation, since: at, agent_version: agentVersion, forward_allow: forwardAllow ? [...forwardAllow] : null });
+        pendingOnline.push({
+          device_id: deviceId,
+          generation,
+          since: at,
+          agent_version: agentVersion,
+          forward_allow: forwardAllow ? [...forwardAllow] : null,
+          proof: proofOf(deviceId),
+        });
         queuePresence();
       },
       offline(deviceId: string, at: number, generation: number): void {
@@ -249,7 +318,7 @@ export function createEdge(deps: EdgeDeps) {
       },
       seen(lastSeen: Map<string, number>): void {
         const all = [...lastSeen];
-        for (let i = 0; i < all.length; i += PART) bus.publish(SUBJECTS.seen, { node_id: nodeId, seen: all.slice(i, i + PART) });
+        for (let i = 0; i < all.length; i += PART) bus.publish(subject(CONTROL_VERBS.seen), { node_id: nodeId, seen: all.slice(i, i + PART) });
       },
     },
 
@@ -257,16 +326,22 @@ export function createEdge(deps: EdgeDeps) {
       for (const [id, c] of counts) addBytes(id, c);
     },
 
-    recordings: publishedRecordings(bus, nodeId, log),
+    recordings: publishedRecordings(bus, nodeName, log),
 
-    /** The agent is on another node: the control node asks that node to send it `stream.open`, to dial here. */
-    async routeStream(deviceId: string, msg: StreamOpen): Promise<boolean> {
-      const reply = await bus.request(SUBJECTS.streamOpen, { device_id: deviceId, message: { ...msg, url: deps.publicUrl } }, sentReply);
+    /** The agent is on another node: the control node sends it `stream.open` (signed) through its node, to dial here. */
+    async routeStream(_deviceId: string, msg: StreamOpen): Promise<boolean> {
+      const reply = await bus.request(subject(CONTROL_VERBS.streamOpen), { session_id: msg.session_id, stream_id: msg.stream_id }, sentReply);
       return reply.sent;
     },
 
     onStreamRefusedElsewhere(deviceId: string, streamId: string, message: string): void {
-      bus.publish(SUBJECTS.broadcast, { type: 'stream.refused', device_id: deviceId, stream_id: streamId, message });
+      bus.publish(subject(CONTROL_VERBS.streamRefused), { device_id: deviceId, stream_id: streamId, message: message.slice(0, 200) });
+    },
+
+    /** Clients joined or left session streams here (batched like presence). */
+    streamClients: {
+      attached: (sessionId: string) => queueClients(sessionId, true),
+      detached: (sessionId: string) => queueClients(sessionId, false),
     },
   };
 
@@ -291,7 +366,7 @@ export function createEdge(deps: EdgeDeps) {
     /** Starts following the cluster with this broker. */
     start(localBroker: LocalBroker): void {
       broker = localBroker;
-      followCluster({ bus, nodeId, broker: localBroker, log, onBroadcast: forget });
+      followCluster({ bus, nodeName, broker: localBroker, log, onBroadcast: forget });
       const beat = nodeHeartbeatOf(deps.heartbeatMs);
       timers.push(
         setInterval(() => {
@@ -310,6 +385,7 @@ export function createEdge(deps: EdgeDeps) {
       closed = true;
       for (const t of timers) clearInterval(t);
       flushPresence();
+      flushClients();
       await flushBytes();
       await bus.close();
     },

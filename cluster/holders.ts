@@ -125,6 +125,11 @@ export class HolderTable<Info = unknown> {
     return list && latest(list);
   }
 
+  /** Whether `node` reported a connection of the device that it has not reported ended. */
+  heldBy(deviceId: string, node: string): boolean {
+    return this.#byDevice.get(deviceId)?.some((c) => c.node === node) ?? false;
+  }
+
   /** The digest of the connections `node` reported and has not ended (`digestOf` over them). */
   digest(node: string): string {
     const [hi, lo] = this.#digests.get(node) ?? [0, 0];

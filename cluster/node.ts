@@ -1,16 +1,18 @@
 /**
- * @module What every cluster node does, control or edge: it follows the broadcasts (a session
+ * @module What an edge node does besides its requests: it follows the broadcasts (a session
  * closed, a token revoked, a device deleted, a stream refused) on its own broker, and delivers
- * the control node's commands to the agents it holds.
+ * the control node's commands to the agents it holds. Only the control node may publish either
+ * (the bus's permissions), so both are taken as the control node's word.
  */
-import { broadcastMessage, nodeCommand, nodeSubject, SUBJECTS, type BroadcastMessage } from '../shared/cluster';
+import { BROADCAST_SUBJECT, broadcastMessage, nodeCommand, nodeSubject, type BroadcastMessage } from '../shared/cluster';
 import type { Logger } from '../shared/log';
 import type { Bus } from './bus';
 import type { LocalBroker } from './ports';
 
 export interface NodeRoleDeps {
   bus: Bus;
-  nodeId: string;
+  /** The node's name: its commands come on `tether.node.<name>`. */
+  nodeName: string;
   broker: LocalBroker;
   log: Logger;
   /** Something every node learns (an edge also empties its caches by it). */
@@ -19,7 +21,7 @@ export interface NodeRoleDeps {
 
 export function followCluster(deps: NodeRoleDeps): void {
   const { bus, broker, log } = deps;
-  bus.on(SUBJECTS.broadcast, broadcastMessage, ({ body }) => {
+  bus.on(BROADCAST_SUBJECT, broadcastMessage, ({ body }) => {
     deps.onBroadcast?.(body);
     switch (body.type) {
       case 'session.opened':
@@ -44,7 +46,7 @@ export function followCluster(deps: NodeRoleDeps): void {
         break; // the edge's own business (onBroadcast)
     }
   });
-  bus.on(nodeSubject(deps.nodeId), nodeCommand, ({ body, reply }) => {
+  bus.on(nodeSubject(deps.nodeName), nodeCommand, ({ body, reply }) => {
     const sent = broker.sendToAgent(body.device_id, body.message);
     if (!sent) log.debug('asked to reach an agent that is not here', { device_id: body.device_id });
     reply({ sent });

@@ -4,11 +4,14 @@
  * whose recorder writes them as if the stream ran there. Only the frames of recorded streams
  * travel (shell sessions); file copies and forwarded ports never do.
  *
+ * The control node records only a stream of a session it granted to that very node, and
+ * takes the session's details from its own records, never from the message.
+ *
  * A batch is a run of records: `[side][kind]` then, for a frame header, `fin` (1 byte), `opcode`
  * (1 byte), `length` (4 bytes, big-endian); for a payload slice, its length (4 bytes) and bytes.
  */
 import type { MsgHdrs } from '@nats-io/transport-node';
-import { RECORDING_HEADERS, recordingStart, SUBJECTS } from '../shared/cluster';
+import { CONTROL_VERBS, controlSubject, RECORDING_HEADERS, recordingStart } from '../shared/cluster';
 import type { Logger } from '../shared/log';
 import type { FrameTap, RecordingPort, StreamRecording } from '../shared/recording';
 import type { StreamGrant } from '../shared/session-stream';
@@ -19,15 +22,19 @@ const FLUSH_BYTES = 64 * 1024;
 const SIDE = { client: 0, device: 1 } as const;
 const KIND = { frame: 0, payload: 1 } as const;
 
+/** At most this many recordings open at once per node (a node cannot make the control node keep more). */
+const MAX_OPEN_PER_NODE = 4_096;
+
 /** The edge's recording port: frames go to the control node. */
-export function publishedRecordings(bus: Bus, nodeId: string, log: Logger): RecordingPort {
+export function publishedRecordings(bus: Bus, nodeName: string, log: Logger): RecordingPort {
+  const subject = controlSubject(nodeName, CONTROL_VERBS.recording);
   return {
     start(grant: StreamGrant, streamId: string): StreamRecording | undefined {
       // Whether shells are recorded at all is the control node's setting: it drops what it does not record.
       if (grant.protocol !== 'shell') return undefined;
-      const headers = (kind: string) => ({ [RECORDING_HEADERS.stream]: streamId, [RECORDING_HEADERS.kind]: kind, [RECORDING_HEADERS.node]: nodeId });
-      const start = Buffer.from(JSON.stringify({ grant }));
-      if (!bus.publishRaw(SUBJECTS.recording, start, headers('start'))) {
+      const headers = (kind: string) => ({ [RECORDING_HEADERS.stream]: streamId, [RECORDING_HEADERS.kind]: kind });
+      const start = Buffer.from(JSON.stringify({ session_id: grant.sessionId }));
+      if (!bus.publishRaw(subject, start, headers('start'))) {
         log.warn('a shell stream on this node goes unrecorded: the cluster bus is away', { session_id: grant.sessionId });
       }
       let parts: Buffer[] = [];
@@ -38,7 +45,7 @@ export function publishedRecordings(bus: Bus, nodeId: string, log: Logger): Reco
         clearTimeout(timer);
         timer = undefined;
         if (size === 0) return;
-        if (!bus.publishRaw(SUBJECTS.recording, Buffer.concat(parts, size), headers('frames'))) lost += size;
+        if (!bus.publishRaw(subject, Buffer.concat(parts, size), headers('frames'))) lost += size;
         parts = [];
         size = 0;
       };
@@ -72,7 +79,7 @@ export function publishedRecordings(bus: Bus, nodeId: string, log: Logger): Reco
         fromDevice: tap(SIDE.device),
         end() {
           flush();
-          bus.publishRaw(SUBJECTS.recording, Buffer.alloc(0), headers('end'));
+          bus.publishRaw(subject, Buffer.alloc(0), headers('end'));
           if (lost > 0) log.warn('part of a shell recording was lost while the cluster bus was away', { session_id: grant.sessionId, lost_bytes: lost });
         },
       };
@@ -80,9 +87,25 @@ export function publishedRecordings(bus: Bus, nodeId: string, log: Logger): Reco
   };
 }
 
-/** The control node's side: recordings of streams on edges, written by the local recorder. */
-export function receiveRecordings(bus: Bus, port: RecordingPort, log: Logger) {
+/**
+ * The control node's side: recordings of streams on edges, written by the local recorder.
+ * `grantOf` answers the grant of a session the node may record (a shell session that is open and
+ * whose stream the control node granted to that node), or undefined.
+ */
+export function receiveRecordings(bus: Bus, port: RecordingPort, log: Logger, grantOf: (node: string, sessionId: string) => StreamGrant | undefined) {
+  /** By node and stream id: a node names only its own streams. */
   const open = new Map<string, { recording: StreamRecording; node: string }>();
+  const perNode = new Map<string, number>();
+  const keyOf = (node: string, streamId: string) => `${node}\n${streamId}`;
+
+  function forget(key: string): void {
+    const entry = open.get(key);
+    if (!entry) return;
+    open.delete(key);
+    const n = (perNode.get(entry.node) ?? 1) - 1;
+    if (n > 0) perNode.set(entry.node, n);
+    else perNode.delete(entry.node);
+  }
 
   function replay(recording: StreamRecording, data: Buffer): void {
     let at = 0;
@@ -103,45 +126,57 @@ export function receiveRecordings(bus: Bus, port: RecordingPort, log: Logger) {
     if (at !== data.length) log.warn('a recording batch from an edge was cut short; recorded what it held');
   }
 
-  bus.onRaw(SUBJECTS.recording, (data: Uint8Array, headers: MsgHdrs | undefined) => {
+  function start(node: string, streamId: string, buf: Buffer): void {
+    let sessionId: string;
+    try {
+      const parsed = recordingStart.safeParse(JSON.parse(buf.toString('utf8')));
+      if (!parsed.success) return;
+      sessionId = parsed.data.session_id;
+    } catch {
+      return;
+    }
+    const key = keyOf(node, streamId);
+    const grant = grantOf(node, sessionId);
+    if (!grant || open.has(key) || (perNode.get(node) ?? 0) >= MAX_OPEN_PER_NODE) {
+      log.warn('refused a recording from a node: not a shell stream it was granted, or too many at once', { node, session_id: sessionId });
+      return;
+    }
+    const recording = port.start(grant, streamId);
+    if (!recording) return;
+    open.set(key, { recording, node });
+    perNode.set(node, (perNode.get(node) ?? 0) + 1);
+  }
+
+  bus.onRawNode(CONTROL_VERBS.recording, (node: string, data: Uint8Array, headers: MsgHdrs | undefined) => {
     const streamId = headers?.get(RECORDING_HEADERS.stream);
     const kind = headers?.get(RECORDING_HEADERS.kind);
-    const node = headers?.get(RECORDING_HEADERS.node) ?? '';
-    if (!streamId) return;
+    if (!streamId || streamId.length > 64) return;
     const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    if (kind === 'start') {
-      let grant: StreamGrant;
-      try {
-        const parsed = recordingStart.safeParse(JSON.parse(buf.toString('utf8')));
-        if (!parsed.success) return;
-        grant = parsed.data.grant;
-      } catch {
-        return;
-      }
-      const recording = port.start(grant, streamId);
-      if (recording) open.set(streamId, { recording, node });
-    } else if (kind === 'frames') {
-      const entry = open.get(streamId);
+    const key = keyOf(node, streamId);
+    if (kind === 'start') start(node, streamId, buf);
+    else if (kind === 'frames') {
+      const entry = open.get(key);
       if (entry) replay(entry.recording, buf);
     } else if (kind === 'end') {
-      open.get(streamId)?.recording.end();
-      open.delete(streamId);
+      open.get(key)?.recording.end();
+      forget(key);
     }
   });
 
   return {
     /** A node died: its recorded streams ended with it. */
-    nodeGone(nodeId: string): void {
-      for (const [id, entry] of open) {
-        if (entry.node !== nodeId) continue;
+    nodeGone(node: string): void {
+      for (const [key, entry] of [...open]) {
+        if (entry.node !== node) continue;
         entry.recording.end();
-        open.delete(id);
+        forget(key);
       }
     },
     /** Ends every recording still open (the control node stops). */
     close(): void {
       for (const entry of open.values()) entry.recording.end();
       open.clear();
+      perNode.clear();
     },
   };
 }

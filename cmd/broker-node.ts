@@ -8,7 +8,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createBroker } from '../broker/index';
-import { createBus, redactedUrl } from '../cluster/bus';
+import { createBus, credsName, redactedUrl } from '../cluster/bus';
+import { nodeIdOf } from '../shared/cluster';
 import { createEdge } from '../cluster/edge';
 import { randomBase32 } from '../shared/ids';
 import { createLogger, type Logger } from '../shared/log';
@@ -42,7 +43,9 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 export async function startBrokerNode(config: Readonly<BrokerConfig>, options: BrokerNodeOptions = {}): Promise<RunningBrokerNode> {
-  const nodeId = `edge-${randomBase32(8)}`;
+  // The name the bus knows this node by: its credentials', or made up on an open (loopback) bus.
+  const nodeName = (config.natsCreds !== undefined ? credsName(config.natsCreds) : undefined) ?? `edge-${randomBase32(8)}`;
+  const nodeId = nodeIdOf(nodeName, randomBase32(8));
   const log = (options.log ?? createLogger({ level: config.log_level })).child({ node_id: nodeId });
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const metrics = createMetrics();
@@ -60,8 +63,16 @@ export async function startBrokerNode(config: Readonly<BrokerConfig>, options: B
   const url = `http://${hostForUrl(config.host)}:${port}`;
 
   const clusterLog = log.child({ component: 'cluster' });
-  const bus = createBus({ url: config.natsUrl, name: `tether-${nodeId}`, log: clusterLog, onUp: () => edge.busUp(), onDown: () => edge.busDown() });
-  const edge = createEdge({ bus, nodeId, publicUrl: config.publicUrl, heartbeatMs: config.heartbeat_ms, log: clusterLog, metrics });
+  const bus = createBus({
+    url: config.natsUrl,
+    credsFile: config.natsCreds,
+    nodeName,
+    name: `tether-${nodeId}`,
+    log: clusterLog,
+    onUp: () => edge.busUp(),
+    onDown: () => edge.busDown(),
+  });
+  const edge = createEdge({ bus, nodeName, nodeId, publicUrl: config.publicUrl, heartbeatMs: config.heartbeat_ms, log: clusterLog, metrics });
   const broker = createBroker({
     log: log.child({ component: 'broker' }),
     metrics,
@@ -69,6 +80,7 @@ export async function startBrokerNode(config: Readonly<BrokerConfig>, options: B
     heartbeatMs: config.heartbeat_ms,
     joinTimeoutMs: options.joinTimeoutMs,
     allowedOrigins: config.console_origins,
+    publicUrl: config.publicUrl,
     ...edge.brokerDeps,
   });
   metrics.gauge('tether_cluster_bus_up', '1 while this node is connected to NATS.', () => (bus.up() ? 1 : 0));

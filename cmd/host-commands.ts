@@ -1,6 +1,7 @@
 /**
- * @module The commands run on the server host against its data dir (docs/cli.md): `tether backup`,
- * `tether restore` and `tether admin token`. Their modules (SQLite) load only when one runs.
+ * @module The commands run on the server host (docs/cli.md): `tether backup`, `tether restore` and
+ * `tether admin token` against its data dir, and `tether cluster nats-config`. Their modules
+ * (SQLite, NATS keys) load only when one runs.
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -40,4 +41,21 @@ export function registerHostCommands(program: Command): void {
     .action(async (o: { dataDir?: string; username: string; out?: string }) =>
       (await import('./admin-token')).issueAdminToken(dataDirOf(o.dataDir), o.username, o.out, print),
     );
+
+  program
+    .command('cluster')
+    .description('set up a cluster of nodes (docs/cluster.md)')
+    .command('nats-config')
+    .description('write a NATS server configuration and one credentials file per node (control.creds, edge-NAME.creds); run again with a new --edge to add one')
+    .requiredOption('--out <dir>', 'the directory to write them to (created, mode 0700)')
+    .option('--edge <name>', 'an edge node (repeatable)', (name: string, all: string[]) => [...all, name], [] as string[])
+    .option('--listen <host:port>', 'where the NATS server listens', '127.0.0.1:4222')
+    .action(async (o: { out: string; edge: string[]; listen: string }) => {
+      const { writeNatsConfig } = await import('../cluster/nats-config');
+      const result = await writeNatsConfig({ out: resolve(o.out), edges: o.edge, listen: o.listen });
+      for (const file of result.created) print(`wrote ${file}`);
+      for (const file of result.kept) print(`kept ${file} (it keeps working)`);
+      print(`wrote ${result.config}: start the bus with  nats-server -c ${result.config}`);
+      print('give each node its own file: TETHER_NATS_CREDS=<dir>/control.creds on tether server, <dir>/edge-NAME.creds on each tether broker');
+    });
 }

@@ -3,7 +3,7 @@
  * lower-cased without `TETHER_` in a YAML file given by `--config`; the environment wins over
  * the file. Parsed and checked once at start-up, then frozen and passed down.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -69,8 +69,16 @@ const fileSchema = z.strictObject({
   recording_max_bytes: z.coerce.number().int().min(64 * 1024).max(2 ** 40).default(64 * 1024 * 1024),
   /** Recordings older than this many days are deleted; 0 keeps them forever. */
   recording_retention_days: z.coerce.number().int().min(0).max(36_500).default(90),
+  /** Every stored recording together, compressed; past it new recordings are kept empty and `truncated`. */
+  recordings_max_total_bytes: z.coerce.number().int().min(64 * 1024).max(2 ** 50).default(10 * 2 ** 30),
+  /** Free space the data dir's filesystem keeps: below it, recordings stop and new ones are refused. 0: no floor. */
+  recordings_min_free_bytes: z.coerce.number().int().min(0).max(2 ** 50).default(2 ** 30),
+  /** A session with no client connected to its stream this long (s) closes (`idle`). */
+  session_idle_seconds: z.coerce.number().int().min(1).max(28_800).default(300),
   /** The cluster bus: set, this server is a cluster's control node (docs/cluster.md). */
   nats_url: natsUrl().optional(),
+  /** This node's NATS credentials (`tether cluster nats-config` writes them). */
+  nats_creds: z.string().min(1).optional(),
 });
 
 /** Every setting of `tether broker` (an edge node: no database, so none of the data settings). */
@@ -78,17 +86,20 @@ const brokerSchema = z.strictObject({
   ...common,
   public_url: z.url({ protocol: /^https?$/, error: 'is required: the URL agents and clients reach this node at (http(s)://host:port)' }),
   nats_url: natsUrl('is required: the cluster bus, e.g. nats://127.0.0.1:4222'),
+  nats_creds: z.string().min(1).optional(),
 });
 
 export type ServerSettings = z.output<typeof fileSchema>;
 
-export interface ServerConfig extends Omit<ServerSettings, 'listen' | 'public_url' | 'nats_url'> {
+export interface ServerConfig extends Omit<ServerSettings, 'listen' | 'public_url' | 'nats_url' | 'nats_creds'> {
   host: string;
   port: number;
   /** Base URL clients use, when set; otherwise derived from the listening address. */
   publicUrl: string | undefined;
   /** The cluster bus; set, this server is a cluster's control node. */
   natsUrl: string | undefined;
+  /** The node's NATS credentials file (absolute), when the bus asks for them. */
+  natsCreds: string | undefined;
 }
 
 /** `tether broker`'s settings: an edge node of a cluster. */
@@ -97,6 +108,7 @@ export interface BrokerConfig {
   port: number;
   publicUrl: string;
   natsUrl: string;
+  natsCreds: string | undefined;
   log_level: ServerSettings['log_level'];
   heartbeat_ms: number;
   headers_timeout_ms: number;
@@ -189,6 +201,7 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     bootstrap_token: s.bootstrap_token,
     deploy_runtime: s.deploy_runtime,
     sim_replica_ms: s.sim_replica_ms,
+    session_idle_seconds: s.session_idle_seconds,
     log_level: s.log_level,
     heartbeat_ms: s.heartbeat_ms,
     headers_timeout_ms: s.headers_timeout_ms,
@@ -197,8 +210,10 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     record_input: s.record_input,
     recording_max_bytes: s.recording_max_bytes,
     recording_retention_days: s.recording_retention_days,
+    recordings_max_total_bytes: s.recordings_max_total_bytes,
+    recordings_min_free_bytes: s.recordings_min_free_bytes,
     console_origins: s.console_origins,
-    natsUrl: s.nats_url,
+    ...busSettings(s.nats_url, s.nats_creds, 'server'),
   });
 }
 
@@ -208,7 +223,7 @@ export function loadBrokerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
   return Object.freeze({
     ...hostPort(s.listen, 'broker'),
     publicUrl: s.public_url.replace(/\/+$/, ''),
-    natsUrl: s.nats_url,
+    ...busSettings(s.nats_url, s.nats_creds, 'broker') as { natsUrl: string; natsCreds: string | undefined },
     log_level: s.log_level,
     heartbeat_ms: s.heartbeat_ms,
     headers_timeout_ms: s.headers_timeout_ms,
@@ -216,3 +231,26 @@ export function loadBrokerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     console_origins: s.console_origins,
   });
 }
+
+/**
+ * The cluster bus as a node may use it: with credentials (a credentials file, or a user and
+ * password in the URL), or without any only on a loopback address (docs/cluster.md, security).
+ */
+function busSettings(url: string | undefined, creds: string | undefined, owner: Owner): { natsUrl: string | undefined; natsCreds: string | undefined } {
+  if (creds !== undefined && url === undefined) throw new ConfigError(`${owner}: TETHER_NATS_CREDS is set but TETHER_NATS_URL is not`);
+  const natsCreds = creds === undefined ? undefined : resolve(creds);
+  if (natsCreds !== undefined && !existsSync(natsCreds)) throw new ConfigError(`${owner}: TETHER_NATS_CREDS: no such file: ${natsCreds}`);
+  if (url !== undefined && natsCreds === undefined && !busHasPassword(url) && !busOnLoopback(url)) {
+    throw new ConfigError(
+      `${owner}: TETHER_NATS_URL: a bus without credentials is open to whoever reaches it; outside loopback give this node its credentials ` +
+        '(TETHER_NATS_CREDS, written by `tether cluster nats-config`, docs/cluster.md)',
+    );
+  }
+  return { natsUrl: url, natsCreds };
+}
+
+const busUrls = (url: string) => url.split(',').map((u) => new URL(u.trim()));
+const busHasPassword = (url: string) => busUrls(url).every((u) => u.username !== '');
+/** Every server of the bus is on this machine's loopback. */
+export const busOnLoopback = (url: string): boolean =>
+  busUrls(url).every((u) => /^(127(\.\d{1,3}){3}|\[::1\]|localhost)$/i.test(u.hostname));

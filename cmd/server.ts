@@ -16,6 +16,10 @@ import { openStore, type Store } from '../api/store/index';
 import { createBroker } from '../broker/index';
 import { createBus, redactedUrl } from '../cluster/bus';
 import { createControl, type Control } from '../cluster/control';
+import type { AgentAuthenticator } from '../broker/credentials';
+import { agentKey, proofMatches, streamProof } from '../shared/agent-proofs';
+import { CONTROL_NAME, nodeIdOf } from '../shared/cluster';
+import type { StreamGrant } from '../shared/session-stream';
 import { randomBase32 } from '../shared/ids';
 import { createLogger, type Logger } from '../shared/log';
 import { createMetrics, type Metrics } from '../shared/metrics';
@@ -79,7 +83,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
   const { now, log, metrics } = deps;
   // A cluster's control node (TETHER_NATS_URL): the relay reaches every node, presence goes
   // through the table of which node holds which agent.
-  const control = config.natsUrl === undefined ? undefined : controlNode(config, deps, () => api);
+  const control = config.natsUrl === undefined ? undefined : controlNode(store, config, deps, () => api);
   // `broker` exists before any call comes through this port.
   const relay: RelayPort = control
     ? {
@@ -107,12 +111,15 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
     now,
     runtime: simulatedRuntime(config.sim_replica_ms), // the only runtime so far (TETHER_DEPLOY_RUNTIME)
     consoleDir: consoleDir(),
+    sessionIdleSeconds: config.session_idle_seconds,
     recordings: {
       dir: join(config.data_dir, 'recordings'),
       recordShell: config.record_shell,
       recordInput: config.record_input,
       maxStoredBytes: config.recording_max_bytes,
       retentionDays: config.recording_retention_days,
+      maxTotalBytes: config.recordings_max_total_bytes,
+      minFreeBytes: config.recordings_min_free_bytes,
     },
   });
   const broker = createBroker({
@@ -120,41 +127,66 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
     metrics,
     now,
     heartbeatMs: config.heartbeat_ms,
-    authenticateAgent: (deviceId, token) => api.identity.deviceOfAgentToken(token) === deviceId,
+    authenticateAgent: agentAuthenticator(store),
     presence: control?.presence ?? api.presence,
     authorizeStream: api.authorizeStream,
     recordBytes: api.recordBytes,
     joinTimeoutMs: deps.joinTimeoutMs,
     recordings: api.recordings,
     allowedOrigins: config.console_origins,
+    publicUrl: deps.publicUrl(),
+    streamClients: api.streamClients,
     routeStream: control?.routeStream,
     onStreamRefusedElsewhere: control?.onStreamRefusedElsewhere,
   });
   return { api, broker, control };
 }
 
+/** An agent's token, or its proof for a data stream, checked against the device's stored token hash. */
+function agentAuthenticator(store: Store): AgentAuthenticator {
+  return (deviceId, credential) => {
+    const key = store.devices.tokenHash(deviceId);
+    if (key === undefined) return false;
+    return 'token' in credential ? proofMatches(key, agentKey(credential.token)) : proofMatches(streamProof(key, credential.streamId), credential.proof);
+  };
+}
+
+/** An open session's grant (what a stream of it may do), from the database. */
+function openSessionOf(store: Store, now: () => number, sessionId: string): StreamGrant | undefined {
+  const s = store.sessions.get(sessionId);
+  if (!s || s.status !== 'open' || Date.parse(s.expires_at) <= now()) return undefined;
+  return { sessionId, deviceId: s.device_id, protocol: s.protocol, expiresAt: s.expires_at, ...(s.targets && { targets: s.targets }) };
+}
+
 /** The control node of a cluster: answers the edges from the API (which exists once `api()` is called). */
-function controlNode(config: Readonly<ServerConfig>, deps: WireDeps, api: () => Api): Control {
-  const nodeId = `control-${randomBase32(8)}`;
-  const log = deps.log.child({ component: 'cluster', node_id: nodeId });
+function controlNode(store: Store, config: Readonly<ServerConfig>, deps: WireDeps, api: () => Api): Control {
+  const run = nodeIdOf(CONTROL_NAME, randomBase32(8));
+  const log = deps.log.child({ component: 'cluster', node_id: run });
   const bus = createBus({
     url: config.natsUrl!,
-    name: `tether-${nodeId}`,
+    credsFile: config.natsCreds,
+    nodeName: CONTROL_NAME,
+    name: `tether-${run}`,
     log,
     onUp: () => control.busUp(),
     onDown: () => control.busDown(),
   });
   const control = createControl({
     bus,
-    nodeId,
+    run,
     publicUrl: deps.publicUrl(),
     heartbeatMs: config.heartbeat_ms,
     log,
     metrics: deps.metrics,
     now: deps.now,
     api: {
-      authenticateAgent: (deviceId, token) => api().identity.deviceOfAgentToken(token) === deviceId,
+      agentKey: (deviceId) => store.devices.tokenHash(deviceId),
       authorizeStream: (sessionId, credentials) => api().authorizeStream(sessionId, credentials),
+      openSession: (sessionId) => openSessionOf(store, deps.now, sessionId),
+      streamClients: {
+        attached: (sessionId) => api().streamClients.attached(sessionId),
+        detached: (sessionId) => api().streamClients.detached(sessionId),
+      },
       presence: {
         apply: (changes) => api().presence.apply(changes),
         onlineIds: () => api().presence.onlineIds(),

@@ -24,6 +24,11 @@ export const AGENT_HEADERS = {
   agentVersion: 'x-tether-agent-version',
   streamId: 'x-tether-stream-id',
   /**
+   * On a data stream, instead of the token: `streamProof(agentKey(token), stream id)`
+   * (`shared/agent-proofs.ts`), so the node the stream goes to never sees the agent's token.
+   */
+  streamProof: 'x-tether-stream-proof',
+  /**
    * The agent's port-forward allow-list, canonical `HOST:PORT` patterns joined by commas
    * (`shared/forward-targets.ts`). An agent that sends none does not forward ports.
    */
@@ -49,8 +54,11 @@ export const SESSION_PROTOCOLS = ['diagnostics', 'shell', 'file-transfer', 'port
 export const sessionProtocolSchema = z.enum(SESSION_PROTOCOLS);
 export type SessionProtocol = z.infer<typeof sessionProtocolSchema>;
 
-/** Why a session closed; `token_expired`: the token that opened it expired. */
-export const closeReasonSchema = z.enum(['closed', 'expired', 'token_expired', 'device_deleted', 'server_shutdown']);
+/**
+ * Why a session closed; `token_expired`: the token that opened it expired; `idle`: no client was
+ * connected to its stream for the server's idle time (`TETHER_SESSION_IDLE_SECONDS`).
+ */
+export const closeReasonSchema = z.enum(['closed', 'expired', 'token_expired', 'device_deleted', 'server_shutdown', 'idle']);
 export type CloseReason = z.infer<typeof closeReasonSchema>;
 
 /**
@@ -59,7 +67,7 @@ export type CloseReason = z.infer<typeof closeReasonSchema>;
  */
 export const agentCloseReasonSchema = z.enum(['closed', 'expired', 'device_deleted', 'server_shutdown']);
 export type AgentCloseReason = z.infer<typeof agentCloseReasonSchema>;
-export const agentCloseReason = (reason: CloseReason): AgentCloseReason => (reason === 'token_expired' ? 'closed' : reason);
+export const agentCloseReason = (reason: CloseReason): AgentCloseReason => (reason === 'token_expired' || reason === 'idle' ? 'closed' : reason);
 
 /** Broker → agent, first message after the upgrade: the broker's view of this connection. */
 export const welcomeMessage = z.object({
@@ -105,6 +113,11 @@ export const streamOpenMessage = z.object({
    * TLS dials it only over TLS.
    */
   url: z.optional(z.string().check(z.maxLength(2048))),
+  /**
+   * With a `url` that is not one of the agent's own servers: the control node's signature of this
+   * message (`streamOpenSignature`, `shared/agent-proofs.ts`). The agent dials no other URL.
+   */
+  sig: z.optional(z.string().check(z.maxLength(128))),
 });
 
 export const brokerToAgentMessage = z.discriminatedUnion('type', [

@@ -35,6 +35,7 @@ export const STREAM_END: Readonly<Record<StreamEndReason, { code: number; text: 
   expired: { code: STREAM_CLOSE.sessionExpired, text: 'session expired' },
   token_expired: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: the token that opened it expired' },
   device_deleted: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: the device was deleted' },
+  idle: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: no client was connected for too long' },
   server_shutdown: { code: STREAM_CLOSE.serverShutdown, text: 'server shutting down' },
   agent_stopping: { code: STREAM_CLOSE.serverShutdown, text: 'agent stopping' },
 };

@@ -49,10 +49,14 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
   TETHER_EXIT_NONCE: ['agent'],
   TETHER_TOKEN: ['client'],
   TETHER_NATS_URL: ['server', 'broker'],
+  TETHER_NATS_CREDS: ['server', 'broker'],
   TETHER_RECORD_SHELL: ['server'],
   TETHER_RECORD_INPUT: ['server'],
   TETHER_RECORDING_MAX_BYTES: ['server'],
   TETHER_RECORDING_RETENTION_DAYS: ['server'],
+  TETHER_SESSION_IDLE_SECONDS: ['server'],
+  TETHER_RECORDINGS_MAX_TOTAL_BYTES: ['server'],
+  TETHER_RECORDINGS_MIN_FREE_BYTES: ['server'],
 });
 
 /** The variables `owner` reads. */

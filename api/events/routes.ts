@@ -5,14 +5,20 @@
  * nothing once used. The stream carries the events the caller may see, a comment every 15 s so
  * proxies keep it open, and ends when its token stops being valid: at once when it is revoked
  * (or its user disabled or deleted), at the next beat when it expires.
+ *
+ * Bounded per user and per stream: a user holds at most `EVENT_STREAMS_PER_USER` streams at once
+ * (more are 429 `rate_limited`), and a client that does not read what it is sent is cut off once
+ * `MAX_BUFFERED_BYTES` wait for it, rather than kept in memory without end (the rule of `ws`'s
+ * `lib/stream.js`: a write that returns false means stop).
  */
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
 import { z } from 'zod';
 import { bearerToken } from '../../shared/bearer';
+import type { Logger } from '../../shared/log';
 import { requireAccess } from '../access';
-import { unauthorized } from '../errors';
+import { ApiError, unauthorized } from '../errors';
 import type { PrincipalResolver } from '../http/auth';
 import { principalOf } from '../http/auth';
 import { ok } from '../http/envelope';
@@ -22,15 +28,27 @@ import { maySee, type EventHub, type TetherEvent } from './hub';
 
 const TICKET_MS = 30_000;
 const BEAT_MS = 15_000;
+/** Event streams one user may hold at once (docs/http-api.md, events); one more is 429. */
+export const EVENT_STREAMS_PER_USER = 10;
+/** What the 429 asks to wait: a stream is long-lived, so one is not likely to end sooner. */
+const RETRY_AFTER_S = 30;
+/**
+ * What may wait for one slow client, in bytes (several thousand events). A client that reads
+ * keeps far less waiting, even through a burst of presence changes; past it the client is cut
+ * off, and an EventSource connects again (`retry:`) and reads the state afresh.
+ */
+export const MAX_BUFFERED_BYTES = 1024 * 1024;
 
 export const streamQuery = z.strictObject({ ticket: z.string().min(1).max(100).optional() });
 
-export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; now: () => number }) {
-  const { hub, tokens, now } = deps;
+export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; now: () => number; log?: Logger }) {
+  const { hub, tokens, now, log } = deps;
   /** Tickets not yet used: the raw token they stand for, and when they stop working. */
   const tickets = new Map<string, { token: string; expires: number }>();
   /** The open streams of each token, ended at once when it is revoked. */
   const byToken = new Map<string, Set<() => void>>();
+  /** How many streams each user holds. */
+  const perUser = new Map<string, number>();
 
   /** Routes that need no Authorization header: the stream authenticates itself. */
   const open = new Router();
@@ -45,27 +63,48 @@ export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; no
     if (!token) throw unauthorized('a bearer token or an unused events ticket (POST /v1/events/tickets) is required');
     let principal: Principal | undefined = tokens.resolve(token, now());
     if (!principal) throw unauthorized('token is unknown, expired or revoked, or the ticket was used or expired');
+    const { username } = principal;
+    const holding = perUser.get(username) ?? 0;
+    if (holding >= EVENT_STREAMS_PER_USER) {
+      throw new ApiError('rate_limited', `at most ${EVENT_STREAMS_PER_USER} event streams at once per user; close one first`, undefined, {
+        'Retry-After': String(RETRY_AFTER_S),
+      });
+    }
     requireAccess(principal, 'devices:read', 'developer');
 
     const body = new PassThrough();
+    const res = ctx.res;
+    /** Writes unless the client lags too far behind; then it is cut off, and what waited is freed. */
+    const write = (text: string) => {
+      if (body.destroyed || body.writableEnded || body.write(text)) return;
+      const waiting = body.writableLength + body.readableLength + res.writableLength;
+      if (waiting <= MAX_BUFFERED_BYTES) return;
+      log?.info('an events stream fell behind; its client is cut off', { user: username, waiting_bytes: waiting });
+      body.destroy();
+      res.destroy();
+    };
     const send = (e: TetherEvent) => {
-      if (principal && maySee(principal, e)) body.write(`event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+      if (principal && maySee(principal, e)) write(`event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
     };
     const unsubscribe = hub.subscribe(send);
     const beat = setInterval(() => {
       principal = tokens.resolve(token, now());
       if (!principal) return void body.end('event: end\ndata: {"reason":"the token is no longer valid"}\n\n');
-      body.write(': beat\n\n');
+      write(': beat\n\n');
     }, BEAT_MS);
     const tokenId = principal.token_id;
     const endNow = () => void body.end('event: end\ndata: {"reason":"the token was revoked"}\n\n');
     const streams = byToken.get(tokenId) ?? new Set();
     byToken.set(tokenId, streams.add(endNow));
+    perUser.set(username, holding + 1);
     const stop = () => {
       clearInterval(beat);
       unsubscribe();
       streams.delete(endNow);
       if (streams.size === 0) byToken.delete(tokenId);
+      const left = (perUser.get(username) ?? 1) - 1;
+      if (left > 0) perUser.set(username, left);
+      else perUser.delete(username);
     };
     body.on('close', stop);
     ctx.req.on('close', () => body.destroy());

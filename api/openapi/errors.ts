@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { ERROR_CODES } from '../errors';
 import { FLEET_ERRORS } from '../fleet/errors';
-import { named, timestamp } from './models';
+import { named, sessionHolder, timestamp } from './models';
 
 /** Codes of the retries-and-concurrency contract (CONTRACT §9), named before every route answers with them. */
 const RETRY_CODES: Record<string, number> = { idempotency_key_reused: 422, precondition_failed: 412 };
@@ -39,6 +39,10 @@ function contractError(status?: number) {
     message: z.string(),
     status: status === undefined ? z.int().min(400).max(599) : z.literal(status),
     details: z.array(detail).optional(),
+    // Opening a session the one-session-per-protocol rule refuses: whose session is in the way.
+    ...((status === undefined || status === 409) && {
+      holder: sessionHolder.optional().describe('on opening a session (409): who holds the open one of that protocol, and since when'),
+    }),
   });
 }
 

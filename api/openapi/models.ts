@@ -110,12 +110,24 @@ export const session = named(
     expires_at: timestamp,
     closed_at: timestamp.nullable(),
     close_reason: z.nullable(closeReasonSchema),
-    websocket_url: z.string().optional().describe('the stream, with a one-time ticket (for its owner and administrators)'),
+    websocket_url: z
+      .string()
+      .optional()
+      .describe('the stream with its ticket, bound to the token that asked: while the session is open, for its owner and administrators with scope sessions:write'),
     bytes_to_device: count,
     bytes_from_device: count,
     trace_id: z.string(),
     targets: z.array(z.string()).optional().describe('a port-forward session’s targets, canonical HOST:PORT'),
     recording: recording.nullable(),
+  }),
+);
+
+/** Who holds a device's open session of a protocol: the `holder` of a 409 on opening one. */
+export const sessionHolder = named(
+  'SessionHolder',
+  z.strictObject({
+    opened_by: z.string().describe('the username of its owner'),
+    opened_at: timestamp,
   }),
 );
 

@@ -3,22 +3,25 @@
  * report to (`shared/recording.ts`), one `SessionRecording` per recorded session, a row per
  * recording, the repair at start-up of recordings a killed server left unfinished, and the
  * retention that deletes old ones (the file first, then the row, so a row never names a file
- * that is gone while the row stays, and a failed delete is tried again).
+ * that is gone while the row stays, and a failed delete is tried again). The store as a whole is
+ * bounded (`store-budget.ts`): a recording it has no room for is kept as an empty, truncated one.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
 import { rename, stat, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { parseCastEvent } from '../../shared/asciicast';
 import type { Logger } from '../../shared/log';
+import type { Metrics } from '../../shared/metrics';
 import type { RecordingPort, StreamRecording } from '../../shared/recording';
 import type { StreamGrant } from '../../shared/session-stream';
 import type { Store } from '../store/index';
 import type { RecordingRow } from '../store/recordings';
 import { SessionRecording, type LiveRecording } from './session-recording';
+import { createStoreBudget } from './store-budget';
 
 export interface RecorderSettings {
   /** Where the files go (`<data dir>/recordings`). */
@@ -29,14 +32,30 @@ export interface RecorderSettings {
   maxStoredBytes: number;
   /** Recordings older than this many days are deleted; 0 keeps them forever. */
   retentionDays: number;
+  /** The compressed size of every stored recording together (`TETHER_RECORDINGS_MAX_TOTAL_BYTES`); absent: no bound. */
+  maxTotalBytes?: number | undefined;
+  /** Free space the data dir's filesystem keeps (`TETHER_RECORDINGS_MIN_FREE_BYTES`); absent or 0: no floor. */
+  minFreeBytes?: number | undefined;
 }
 
 const RETENTION_EVERY_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 const EMPTY_SHA256 = createHash('sha256').digest('hex');
 
-export function createRecorder(store: Store, settings: RecorderSettings, log: Logger, now: () => number) {
+export function createRecorder(store: Store, settings: RecorderSettings, log: Logger, now: () => number, metrics?: Metrics) {
   const active = new Map<string, SessionRecording>();
+  const budget = createStoreBudget({
+    maxTotalBytes: settings.maxTotalBytes ?? Number.POSITIVE_INFINITY,
+    minFreeBytes: settings.minFreeBytes ?? 0,
+    dirs: [dirname(settings.dir), settings.dir],
+    log,
+    refused: metrics?.counter(
+      'tether_recordings_refused_total',
+      'Shell recordings refused (stored empty, truncated) or stopped early (truncated) because the recordings store was full, by reason: total_cap (TETHER_RECORDINGS_MAX_TOTAL_BYTES) or free_space (TETHER_RECORDINGS_MIN_FREE_BYTES).',
+    ),
+  });
+  budget.reset(store.recordings.totalStored());
+  metrics?.gauge('tether_recordings_stored_bytes', 'Compressed bytes of every stored shell recording together.', () => budget.used);
   const closing = new Set<Promise<void>>();
   const closingIds = new Set<string>();
   let retentionTimer: NodeJS.Timeout | undefined;
@@ -57,6 +76,8 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
         // closed at start-up and admits no stream. Never append to a file whose hash is not known.
         if (!session || store.recordings.get(grant.sessionId)) return undefined;
         mkdirSync(settings.dir, { recursive: true, mode: 0o700 });
+        // No room: the recording is kept, empty and truncated, saying why, and the session goes on.
+        const refusal = budget.admit();
         const startedAt = now();
         const row = {
           session_id: session.session_id,
@@ -66,6 +87,7 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
           sha256: EMPTY_SHA256,
           input: settings.recordInput,
           file: `${session.session_id}.cast.gz`,
+          truncated: refusal !== undefined,
         };
         store.recordings.insert(row);
         recording = new SessionRecording({
@@ -76,6 +98,8 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
           startedAt,
           recordInput: settings.recordInput,
           maxStoredBytes: settings.maxStoredBytes,
+          budget,
+          refusal: refusal?.why,
           log,
           now,
           onProgress: (progress) => {
@@ -88,7 +112,8 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
           },
         });
         active.set(grant.sessionId, recording);
-        log.info('recording a shell session', { session_id: session.session_id, input: settings.recordInput });
+        if (refusal) log.info('not recording a shell session: the recordings store is full', { session_id: session.session_id, why: refusal.why });
+        else log.info('recording a shell session', { session_id: session.session_id, input: settings.recordInput });
       } else {
         store.recordings.reopen(grant.sessionId);
       }
@@ -129,6 +154,7 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
     await pipeline(lenient, lines, createGzip(), createWriteStream(temp, { mode: 0o600 }));
     await rename(temp, path);
     const stored = (await stat(path)).size;
+    budget.reset(budget.used - row.stored_bytes + stored);
     store.recordings.update(row.session_id, {
       ended_at: new Date(now()).toISOString(),
       duration_s: lastT,
@@ -154,6 +180,7 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
         }
       }
       store.recordings.delete(row.session_id);
+      budget.release(row.stored_bytes);
       deleted++;
     }
     if (deleted > 0) log.info('deleted old recordings', { deleted, retention_days: settings.retentionDays });

@@ -7,7 +7,9 @@
  * sequences split across frames are carried over to the next batch (a StringDecoder per direction).
  *
  * Nothing here can slow or end the session: a queue that falls 16 MiB behind, a file that would
- * pass the size cap, or a failing disk ends the recording as `truncated`, and the stream goes on.
+ * pass the size cap, a store that is full (`store-budget.ts`), or a failing disk ends the
+ * recording as `truncated`, and the stream goes on. A recording the store refused from the start
+ * holds its header and one `m` event saying why, and nothing of the session.
  */
 import { createHash } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
@@ -19,6 +21,7 @@ import type { Logger } from '../../shared/log';
 import type { StreamRecording } from '../../shared/recording';
 import type { RecordingProgress } from '../store/recordings';
 import { messageTap } from './frame-messages';
+import type { StoreBudget } from './store-budget';
 
 const gzipAsync = promisify(gzip);
 
@@ -48,6 +51,10 @@ export interface RecordingOptions {
   recordInput: boolean;
   /** The compressed file's largest size. */
   maxStoredBytes: number;
+  /** The store as a whole; absent, only `maxStoredBytes` bounds the file. */
+  budget?: StoreBudget | undefined;
+  /** Set when the store refused this recording: why (the file then says so, and nothing else). */
+  refusal?: string | undefined;
   log: Logger;
   /** Where the recording stands, after each stretch (a stream's end, the session's close). */
   onProgress(progress: RecordingProgress): void;
@@ -99,13 +106,17 @@ export class SessionRecording {
 
   constructor(options: RecordingOptions) {
     this.#o = options;
+    this.#truncated = options.refusal !== undefined;
   }
 
   /** A stream of the session starts: the taps the broker puts on it. */
   streamStarted(): StreamRecording {
     this.#streams++;
     this.#endedAt = undefined;
-    if (++this.#streamCount > 1) this.#push({ t: performance.now(), code: 'm', data: `stream ${this.#streamCount}` });
+    if (++this.#streamCount === 1 && this.#o.refusal !== undefined) {
+      this.#push({ t: performance.now(), code: 'm', data: `not recorded: ${this.#o.refusal}` }, true);
+    }
+    if (this.#streamCount > 1) this.#push({ t: performance.now(), code: 'm', data: `stream ${this.#streamCount}` });
     let ended = false;
     return {
       fromClient: messageTap(
@@ -181,8 +192,9 @@ export class SessionRecording {
     this.#push({ t: performance.now(), code, data: slice.length < COPY_BELOW ? Buffer.from(slice) : slice });
   }
 
-  #push(event: Pending): void {
-    if (this.#stopped) return;
+  /** Queues an event; a refused recording takes its `note` only. */
+  #push(event: Pending, note = false): void {
+    if (this.#stopped || (this.#o.refusal !== undefined && !note)) return;
     const size = event.data.length;
     if (this.#queued + size > QUEUE_MAX) return this.#truncate('the recording fell 16 MiB behind the session');
     this.#queue.push(event);
@@ -268,24 +280,30 @@ export class SessionRecording {
         env: { TERM: 'xterm-256color' },
         tether: { session_id: this.#o.sessionId, device_id: this.#o.deviceId, user: this.#o.username, input: this.#o.recordInput },
       });
-      if (!(await this.#writeMember(header))) return;
+      // Always written (a few hundred bytes, beyond the store's bounds): a recording is a cast.
+      if (!(await this.#writeMember(header, true))) return;
       this.#headerWritten = true;
     }
     // Members of at most MEMBER_BYTES: the size cap then cuts between small steps, and what
-    // came before the cut is kept.
+    // came before the cut is kept. A refusal's note is written whatever the store's bounds say,
+    // so that the refusal is on record.
+    const note = this.#o.refusal !== undefined;
     let text = '';
     for (const e of events) {
       text += this.#encode(e);
       if (text.length >= MEMBER_BYTES) {
-        if (!(await this.#writeMember(text))) return;
+        if (!(await this.#writeMember(text, note))) return;
         text = '';
       }
     }
-    if (text !== '') await this.#writeMember(text);
+    if (text !== '') await this.#writeMember(text, note);
   }
 
-  /** Compresses and appends one member; false when the size cap stopped the recording. */
-  async #writeMember(text: string): Promise<boolean> {
+  /**
+   * Compresses and appends one member; false when a size cap stopped the recording. `force`:
+   * beyond the store's bounds (the header, a refusal's note), not beyond the file's own cap.
+   */
+  async #writeMember(text: string, force = false): Promise<boolean> {
     const raw = Buffer.from(text, 'utf8');
     const member = await gzipAsync(raw);
     if (this.#stopped) return false;
@@ -293,8 +311,18 @@ export class SessionRecording {
       this.#truncate(`the recording reached its size cap of ${this.#o.maxStoredBytes} bytes`);
       return false;
     }
-    const file = await (this.#file ??= open(this.#o.path, 'a', 0o600));
-    await file.write(member);
+    const refused = this.#o.budget?.claim(member.length, force);
+    if (refused) {
+      this.#truncate(refused.why);
+      return false;
+    }
+    try {
+      const file = await (this.#file ??= open(this.#o.path, 'a', 0o600));
+      await file.write(member);
+    } catch (err) {
+      this.#o.budget?.release(member.length);
+      throw err;
+    }
     this.#stored += member.length;
     this.#bytes += raw.length;
     this.#hash.update(raw);

@@ -1,6 +1,6 @@
 /**
  * @module The session expiry timer: one timer armed for the earliest moment an open session
- * expires or loses its token, re-armed as sessions come and go, plus a coarse safety sweep.
+ * expires, loses its token or goes idle, re-armed as sessions come and go, plus a coarse safety sweep.
  * It decides only when to look; what expiring means is the caller's `expireDue`.
  */
 import type { Logger } from '../../shared/log';

@@ -10,7 +10,7 @@ import { principalOf } from '../http/auth';
 import { rateLimit, type RateLimiter } from '../http/rate-limit';
 import { dateTimeParam, offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
 import { hasRole } from '../roles';
-import { canSee, type Sessions } from './sessions';
+import { mayJoin, type Sessions } from './sessions';
 import { AUDIT_EVENTS } from '../store/audit';
 import type { Store } from '../store/index';
 import type { SessionRow } from '../store/sessions';
@@ -88,11 +88,14 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
   const { store, sessions, ticketer, wsBase } = deps;
   const router = new Router();
 
-  /** The session record; `websocket_url` only for those who may connect (owner, administrator). */
+  /**
+   * The session record. `websocket_url` only while it is open, and only for a token that may join
+   * it (the owner's or an administrator's, with `sessions:write`): its ticket names that token.
+   */
   function view(row: SessionRow, p: Principal) {
     const { session_id, device_id, protocol, status, ttl_seconds, opened_by, opened_at, expires_at } = row;
-    const websocket_url = canSee(p, row)
-      ? `${wsBase()}/v1/remote-access/sessions/${session_id}/stream?ticket=${ticketer.issue(session_id)}`
+    const websocket_url = status === 'open' && mayJoin(p, row)
+      ? `${wsBase()}/v1/remote-access/sessions/${session_id}/stream?ticket=${ticketer.issue(session_id, p.token_id)}`
       : undefined;
     return {
       session_id, device_id, protocol, status, ttl_seconds, opened_by, opened_at, expires_at,

@@ -1,13 +1,14 @@
 /**
- * @module Remote-access sessions: open, read, list, close and expire, checks in the documented
- * order (docs/http-api.md, errors: 401, 429, 400, 403, 404, 422, 409), each state change
- * committed together with its audit event. When to expire is `./expiry`'s business.
+ * @module Remote-access sessions: open, read, list, close, expire and close when idle, checks in
+ * the documented order (docs/http-api.md, errors: 401, 429, 400, 403, 404, 422, 409), each state
+ * change committed together with its audit event. When to look is `./expiry`'s business, which
+ * sessions nobody uses `./idle`'s.
  */
 import { newSessionId, newTraceId } from '../../shared/ids';
 import type { Logger } from '../../shared/log';
 import type { CloseReason, SessionProtocol } from '../../shared/control-channel';
 import { ApiError, conflict, notFound } from '../errors';
-import { requireAccess, type Scope } from '../access';
+import { hasScope, requireAccess, type Scope } from '../access';
 import type { RelayPort } from '../ports';
 import { hasRole, PROTOCOL_MIN_ROLE } from '../roles';
 import { isUniqueViolation, type Store } from '../store/index';
@@ -17,9 +18,23 @@ import type { SessionQuery, SessionRow } from '../store/sessions';
 import type { Principal } from '../store/tokens';
 import type { CutOffReason } from '../identity/accounts';
 import { SYSTEM_ACTOR } from '../identity/identity';
+import type { SessionHolder } from '../../shared/session-holder';
 import { createExpiryTimer } from './expiry';
+import { createIdleClock } from './idle';
 
 export const DEFAULT_TTL_S = 3600;
+/** How long a session may have no client connected before it closes `idle` (TETHER_SESSION_IDLE_SECONDS). */
+export const DEFAULT_IDLE_S = 300;
+
+/** 409: the device's session of that protocol is open; `holder` says whose, and since when. */
+export class SessionHeld extends ApiError {
+  constructor(
+    message: string,
+    readonly holder: SessionHolder,
+  ) {
+    super('conflict', message);
+  }
+}
 
 export interface OpenRequest {
   device_id: string;
@@ -34,14 +49,19 @@ export interface SessionsDeps {
   relay: RelayPort;
   log: Logger;
   now: () => number;
+  /** How long a session may have no client connected (s); default DEFAULT_IDLE_S. */
+  idleSeconds?: number | undefined;
 }
 
 const isAdmin = (p: Principal) => hasRole(p.role, 'administrator');
 /** Administrators see every session; everyone else only their own. */
 export const canSee = (p: Principal, s: SessionRow) => isAdmin(p) || s.opened_by === p.username;
+/** Who may join a session's stream, and be shown its ticket: one who may see it, with a token that may write sessions. */
+export const mayJoin = (p: Principal, s: SessionRow): boolean => canSee(p, s) && hasScope(p, 'sessions:write');
 
-export function createSessions({ store, relay, log, now }: SessionsDeps) {
+export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_IDLE_S }: SessionsDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
+  const idle = createIdleClock({ idleMs: idleSeconds * 1000, now });
 
   /** Closes one open session with its audit event; undefined if it was not open. */
   const closeInTx = store.db.transaction((sessionId: string, reason: CloseReason, actor: string, why?: string) => {
@@ -67,7 +87,10 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
     const closed: SessionRow[] = [];
     for (const id of sessionIds) {
       const row = closeInTx(id, reason, actor, why);
-      if (row) closed.push(row);
+      if (row) {
+        closed.push(row);
+        idle.forget(id);
+      }
     }
     // The relay ends the streams and writes their last byte counts, so read the rows again:
     // a closed session's counters are exact.
@@ -76,8 +99,8 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
   }
 
   /**
-   * Expires every open session whose time has come, and closes those whose token expired
-   * (a session never outlives the token that opened it).
+   * Expires every open session whose time has come, closes those whose token expired (a session
+   * never outlives the token that opened it), then those nobody used for the idle time.
    */
   function expireDue(): SessionRow[] {
     const at = iso(now());
@@ -85,10 +108,33 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
     for (const s of expired) log.info('session expired', { session_id: s.session_id, trace_id: s.trace_id });
     const orphaned = closeAndNotify(store.sessions.dueByTokenIds(at), 'token_expired', SYSTEM_ACTOR);
     for (const s of orphaned) log.info('session closed: its token expired', { session_id: s.session_id, trace_id: s.trace_id });
-    return [...expired, ...orphaned];
+    const unused = closeAndNotify(idle.dueIds(), 'idle', SYSTEM_ACTOR);
+    for (const s of unused) log.info('session closed: no client for the idle time', { session_id: s.session_id, trace_id: s.trace_id, idle_s: idleSeconds });
+    return [...expired, ...orphaned, ...unused];
   }
 
-  const timer = createExpiryTimer({ log, now, nextDue: () => store.sessions.nextExpiry(), expireDue });
+  /** The earliest moment (ISO) an open session expires, loses its token or goes idle. */
+  function nextDue(): string | null {
+    const expiry = store.sessions.nextExpiry();
+    const idleAt = idle.nextDue();
+    if (idleAt === undefined) return expiry;
+    return expiry !== null && Date.parse(expiry) <= idleAt ? expiry : iso(idleAt);
+  }
+
+  const timer = createExpiryTimer({ log, now, nextDue, expireDue });
+
+  /** The 409 of an open refused by the one-session-per-protocol rule: whose session it is, and since when. */
+  function heldBy(req: OpenRequest): ApiError {
+    const holder = store.sessions.holderOf(req.device_id, req.protocol);
+    const what = `a ${req.protocol} session is already open for device ${req.device_id}`;
+    // Closed in the meantime: the caller may simply try again.
+    if (!holder) return conflict(`${what}; it is closing now, try again`);
+    return new SessionHeld(
+      `${what}: ${holder.opened_by} opened it at ${holder.opened_at}. Its owner or an administrator can close it ` +
+        `(DELETE /v1/remote-access/sessions/{id}); it also closes once no client has been connected to it for ${idleSeconds} s`,
+      { opened_by: holder.opened_by, opened_at: holder.opened_at },
+    );
+  }
 
   const openInTx = store.db.transaction((row: Parameters<Store['sessions']['insert']>[0]) => {
     store.sessions.insert(row);
@@ -181,16 +227,16 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
       try {
         openInTx(row);
       } catch (err) {
-        if (isUniqueViolation(err)) {
-          throw conflict(
-            `a ${req.protocol} session is already open for device ${req.device_id}; close it first (DELETE /v1/remote-access/sessions/{id})`,
-          );
-        }
+        if (isUniqueViolation(err)) throw heldBy(req);
         throw err;
       }
       const session = store.sessions.get(row.session_id)!;
       log.info('session opened', { session_id: session.session_id, trace_id: session.trace_id, user: principal.username });
-      timer.opened(Math.min(Date.parse(session.expires_at), Date.parse(session.token_expires_at ?? session.expires_at)));
+      // Nobody is connected yet: the session is idle from its opening.
+      idle.opened(session.session_id, Date.parse(session.opened_at));
+      timer.opened(
+        Math.min(Date.parse(session.expires_at), Date.parse(session.token_expires_at ?? session.expires_at), Date.parse(session.opened_at) + idle.idleMs),
+      );
       relay.sessionOpened(session);
       return session;
     },
@@ -236,8 +282,37 @@ export function createSessions({ store, relay, log, now }: SessionsDeps) {
       return { expired, closed };
     },
 
-    /** Arms the expiry timer and the safety sweep. */
-    start: () => timer.start(),
+    /**
+     * Arms the expiry timer and the safety sweep. Sessions still open (a cluster's edges may hold
+     * their clients) get a fresh idle window from now: who is connected was this process's memory.
+     */
+    start(): void {
+      const t = now();
+      for (const id of store.sessions.openIds()) idle.opened(id, t);
+      timer.start();
+    },
+
+    /**
+     * A client connected to a session's stream (the broker, or a cluster's edge, says so): it is
+     * in use. Never throws: the broker calls it while admitting the client.
+     */
+    streamAttached(sessionId: string): void {
+      idle.attached(sessionId);
+    },
+
+    /**
+     * A client left a session's stream: when it was the last, the session's idle clock starts
+     * again. Never throws: the broker calls it while releasing the stream.
+     */
+    streamDetached(sessionId: string): void {
+      const dueAt = idle.detached(sessionId);
+      try {
+        if (dueAt !== undefined) timer.opened(dueAt);
+      } catch (err) {
+        // The safety sweep looks again within seconds.
+        log.error('could not re-arm the session expiry timer', { session_id: sessionId, err });
+      }
+    },
 
     /** Closes every open session (server shutdown) and disarms the timer. */
     shutdown(): number {

@@ -2,7 +2,8 @@
 import type { Db } from './db';
 import type { SessionProtocol } from '../../shared/control-channel';
 
-export const AUDIT_EVENTS = ['session.opened', 'session.closed', 'session.expired', 'recording.viewed'] as const;
+/** `session.joined`: someone other than its owner (an administrator) connected to a session's stream. */
+export const AUDIT_EVENTS = ['session.opened', 'session.closed', 'session.expired', 'session.joined', 'recording.viewed'] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 
 export interface AuditEvent {
@@ -11,7 +12,7 @@ export interface AuditEvent {
   session_id: string;
   device_id: string;
   protocol: SessionProtocol;
-  /** Who acted: a username, or `system` for expiry, shutdown and device deletion. */
+  /** Who acted: a username (for `session.joined`, who joined), or `system` for expiry, idleness, shutdown and device deletion. */
   actor: string;
   reason: string | null;
   at: string;

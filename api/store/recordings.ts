@@ -37,9 +37,10 @@ export interface RecordingProgress {
 
 export function createRecordingRepo(db: Db) {
   const insert = db.prepare(
-    `INSERT INTO recordings (session_id, device_id, username, started_at, sha256, input, file)
-     VALUES (@session_id, @device_id, @username, @started_at, @sha256, @input, @file)`,
+    `INSERT INTO recordings (session_id, device_id, username, started_at, sha256, input, file, truncated)
+     VALUES (@session_id, @device_id, @username, @started_at, @sha256, @input, @file, @truncated)`,
   );
+  const total = db.prepare<[], { total: number }>('SELECT COALESCE(SUM(stored_bytes), 0) AS total FROM recordings');
   const byId = db.prepare<[string], StoredRecording>('SELECT * FROM recordings WHERE session_id = ?');
   const update = db.prepare(
     `UPDATE recordings SET ended_at = @ended_at, duration_s = @duration_s, bytes = @bytes, sha256 = @sha256,
@@ -51,9 +52,12 @@ export function createRecordingRepo(db: Db) {
   const remove = db.prepare<[string]>('DELETE FROM recordings WHERE session_id = ?');
 
   return {
-    insert(row: Pick<RecordingRow, 'session_id' | 'device_id' | 'username' | 'started_at' | 'sha256' | 'input' | 'file'>): void {
-      insert.run({ ...row, input: row.input ? 1 : 0 });
+    /** A new recording; `truncated` from the start when the store refused it (`api/recordings/store-budget.ts`). */
+    insert(row: Pick<RecordingRow, 'session_id' | 'device_id' | 'username' | 'started_at' | 'sha256' | 'input' | 'file'> & { truncated?: boolean }): void {
+      insert.run({ ...row, input: row.input ? 1 : 0, truncated: row.truncated ? 1 : 0 });
     },
+    /** Compressed bytes of every recording, as their rows last said. */
+    totalStored: (): number => total.get()!.total,
     get: (sessionId: string): RecordingRow | undefined => {
       const row = byId.get(sessionId);
       return row && toRecording(row);

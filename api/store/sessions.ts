@@ -77,6 +77,9 @@ export function createSessionRepo(db: Db) {
     "SELECT session_id FROM sessions WHERE status = 'open' AND token_expires_at <= ? AND expires_at > ?",
   );
   const openIds = db.prepare<[], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open'");
+  const openOfProtocol = db.prepare<[string, SessionProtocol], { opened_by: string; opened_at: string }>(
+    "SELECT opened_by, opened_at FROM sessions WHERE status = 'open' AND device_id = ? AND protocol = ?",
+  );
   const openOfDevice = db.prepare<[string], { session_id: string }>(
     "SELECT session_id FROM sessions WHERE status = 'open' AND device_id = ?",
   );
@@ -119,6 +122,9 @@ export function createSessionRepo(db: Db) {
     /** Ids of open sessions whose token expired at or before `at`, while they had not. */
     dueByTokenIds: (at: string): string[] => dueByToken.all(at, at).map((r) => r.session_id),
     openIds: (): string[] => openIds.all().map((r) => r.session_id),
+    /** Who holds the device's open session of `protocol`, and since when; undefined when none is open. */
+    holderOf: (deviceId: string, protocol: SessionProtocol): { opened_by: string; opened_at: string } | undefined =>
+      openOfProtocol.get(deviceId, protocol),
     openIdsOfDevice: (deviceId: string): string[] => openOfDevice.all(deviceId).map((r) => r.session_id),
     openIdsOfToken: (tokenId: string): string[] => openOfToken.all(tokenId).map((r) => r.session_id),
     /** The earliest moment an open session expires or loses its token. */

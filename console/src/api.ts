@@ -2,6 +2,7 @@
  * @module The console's calls to the tether API, with the signed-in token in the Authorization
  * header (never in a URL). Errors keep the API's code and message.
  */
+import type { SessionHolder } from '../../shared/session-holder';
 import { token } from './auth';
 
 export class ApiError extends Error {
@@ -9,6 +10,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** A 409 on opening a session: who holds the open one of that protocol. */
+    readonly holder?: SessionHolder,
   ) {
     super(message);
   }
@@ -32,15 +35,17 @@ async function send(method: string, path: string, body?: unknown, auth = true): 
   if (res.ok) return res;
   let code = 'unknown';
   let message = `HTTP ${res.status}`;
+  let holder: SessionHolder | undefined;
   try {
-    const err = (await res.json()) as { error?: string; message?: string };
+    const err = (await res.json()) as { error?: string; message?: string; holder?: SessionHolder };
     code = err.error ?? code;
     message = err.message ?? message;
+    if (typeof err.holder?.opened_by === 'string' && typeof err.holder.opened_at === 'string') holder = err.holder;
   } catch {
     // not the API's error body
   }
   if (res.status === 401 && auth) onUnauthorized();
-  throw new ApiError(res.status, code, message);
+  throw new ApiError(res.status, code, message, holder);
 }
 
 /** The `data` of a JSON answer. */

@@ -1,28 +1,88 @@
 /**
- * @module A session and its stream, from the browser: open the session (closing yours of the same
- * protocol on that device first when asked), connect to its `websocket_url` (the ticket in it is
- * the stream's credential), and speak the protocol's frames (docs/session-streams.md).
+ * @module A session and its stream, from the browser: open the session (when one of yours of the
+ * same protocol is open on that device, only once you said to replace it; when someone else's is,
+ * saying whose and since when), connect to its `websocket_url` (the ticket in it is the stream's
+ * credential), and speak the protocol's frames (docs/session-streams.md).
  */
-import { api, ApiError, type Session } from './api';
+import type { SessionHolder } from '../../shared/session-holder';
+import { api, ApiError, type Me, type Session } from './api';
+import { h, replace, timeAgo } from './dom';
 
 export interface StreamClose {
   code: number;
   reason: string;
 }
 
-/** Opens a session; a 409 (one of yours is open) closes yours and tries again when `replace`. */
-export async function openSession(device: string, protocol: string, replace = true): Promise<Session> {
+/** Asks whether to close your own open session (`holder` says when it was opened); true: replace it. */
+export type AskReplace = (holder: SessionHolder) => Promise<boolean>;
+
+/** "3 min ago, at 10/10/2025, 12:00:00": when a session was opened, for people. */
+const since = (iso: string) => `${timeAgo(iso)}, at ${new Date(iso).toLocaleString()}`;
+
+/**
+ * Opens a session. When the device's session of that protocol is open already: yours is closed
+ * and the open tried again only if `ask` says so (it may be your `tether shell` in another
+ * window); someone else's is not touched, and the Error says whose it is and since when.
+ */
+export async function openSession(device: string, protocol: string, ask: AskReplace): Promise<Session> {
   const body = { device_id: device, protocol };
-  try {
-    return await api<Session>('POST', '/v1/remote-access/sessions', body);
-  } catch (err) {
-    if (!(err instanceof ApiError) || err.status !== 409 || !replace) throw err;
-    const q = new URLSearchParams({ device_id: device, protocol, status: 'open' });
-    const open = await api<Session[]>('GET', `/v1/remote-access/sessions?${q}`);
-    if (open.length === 0) throw err; // someone else's: not ours to close
-    for (const s of open) await api('DELETE', `/v1/remote-access/sessions/${s.session_id}`);
-    return api<Session>('POST', '/v1/remote-access/sessions', body);
+  for (let asked = false; ; asked = true) {
+    try {
+      return await api<Session>('POST', '/v1/remote-access/sessions', body);
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.code !== 'conflict' || !err.holder) throw err;
+      const holder = err.holder;
+      const me = await api<Me>('GET', '/v1/me');
+      if (holder.opened_by !== me.username) {
+        throw new Error(
+          `${holder.opened_by} holds the ${protocol} session on ${device} (opened ${since(holder.opened_at)}). ` +
+            `A device has one ${protocol} session at a time: try again once it is closed (it closes when no client has been connected to it for a while).`,
+        );
+      }
+      if (asked || !(await ask(holder))) throw new Error(`Your ${protocol} session on ${device} (opened ${since(holder.opened_at)}) stays open; this page opened none.`);
+      const q = new URLSearchParams({ device_id: device, protocol, status: 'open' });
+      const open = await api<Session[]>('GET', `/v1/remote-access/sessions?${q}`);
+      for (const s of open.filter((x) => x.opened_by === me.username)) {
+        await api('DELETE', `/v1/remote-access/sessions/${s.session_id}`).catch((e: unknown) => {
+          if (!(e instanceof ApiError && e.status === 404)) throw e; // closed meanwhile
+        });
+      }
+    }
   }
+}
+
+/**
+ * An AskReplace that asks in `where`: your session's age, and a button to replace it or keep it.
+ * Nothing is closed until you press one.
+ */
+export function askInPage(where: HTMLElement, device: string, protocol: string): AskReplace {
+  return (holder) =>
+    new Promise<boolean>((resolve) => {
+      const answer = (yes: boolean) => {
+        replace(where);
+        resolve(yes);
+      };
+      replace(
+        where,
+        h(
+          'div',
+          { class: 'card', role: 'alertdialog', 'aria-labelledby': 'replace-question', id: 'replace-session' },
+          h(
+            'p',
+            { id: 'replace-question' },
+            `Your ${protocol} session on ${device} is already open (opened ${since(holder.opened_at)}), perhaps in tether on the command line or in another tab. ` +
+              'Replacing it closes it, and ends whatever runs in it.',
+          ),
+          h(
+            'div',
+            { class: 'actions' },
+            h('button', { type: 'button', id: 'replace-confirm', onclick: () => answer(true) }, 'Replace it'),
+            h('button', { type: 'button', id: 'replace-cancel', onclick: () => answer(false) }, 'Keep it'),
+          ),
+        ),
+      );
+      where.querySelector<HTMLButtonElement>('#replace-cancel')?.focus();
+    });
 }
 
 export class SessionStream {

@@ -96,6 +96,35 @@ describe('sessions', () => {
     expect(again.code).toBe(1);
   });
 
+  it("explains a session someone else holds (who, since when) and offers --replace only for the caller's own", async () => {
+    const peteToken = await stack.userToken('cli-pete', 'platform-engineer');
+    const theirs = (await stack.as(peteToken).post('/v1/remote-access/sessions', { device_id: 'cli-1', protocol: 'shell' })).body.data;
+    const paulaToken = await stack.userToken('cli-paula', 'platform-engineer');
+    const shell = (flags: string[], token: string) => tether(['session', 'open', 'cli-1', '--protocol', 'shell', ...flags], { TETHER_TOKEN: token });
+
+    const plain = await shell([], paulaToken);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toContain(`cli-pete holds it (opened at ${theirs.opened_at})`);
+    expect(plain.stderr).not.toContain('--replace');
+    const replacing = await shell(['--replace'], paulaToken);
+    expect(replacing.code).toBe(1);
+    expect(replacing.stderr).toContain('--replace closes only your own sessions');
+    // an administrator is shown how to close it; its --replace leaves it open too
+    const admin = await shell(['--replace'], stack.adminToken);
+    expect(admin.code).toBe(1);
+    expect(admin.stderr).toContain(`tether session close ${theirs.session_id}`);
+    expect((await stack.admin.get(`/v1/remote-access/sessions/${theirs.session_id}`)).body.data.status).toBe('open');
+    // its owner is offered --replace, and --replace replaces it
+    const own = await shell([], peteToken);
+    expect(own.code).toBe(1);
+    expect(own.stderr).toContain(`yours (${theirs.session_id})`);
+    expect(own.stderr).toContain('Run again with --replace');
+    const replaced = await shell(['--replace', '--json'], peteToken);
+    expect(replaced.code).toBe(0);
+    expect(replaced.stderr).toContain(`closing session ${theirs.session_id} (--replace)`);
+    await stack.as(peteToken).del(`/v1/remote-access/sessions/${JSON.parse(replaced.stdout).session_id}`);
+  });
+
   it('explains an offline agent and waits for it with --wait-online', async () => {
     const token = await stack.addDevice('cli-late');
     const offline = await tether(['session', 'open', 'cli-late', '--protocol', 'diagnostics']);

@@ -4,10 +4,10 @@
  * tests run in order on one cluster, as an operator would live through them.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tar from 'tar-stream';
-import { connect } from '@nats-io/transport-node';
+import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { client } from '../helpers/http';
 import { metric, onNode, startCluster, type Cluster, type Node } from '../helpers/cluster';
@@ -82,13 +82,15 @@ beforeEach(async () => {
 });
 
 afterAll(async () => {
+  if (process.env.DUMP) for (const [n, p] of [['control', cluster.control.proc], ['A', edgeA.proc], ['B', edgeB.proc], ['agent', agent]] as const) console.log(n, p.stderr.slice(-40).join('\n'));
   await agent?.stop();
   await cluster?.stop();
 });
 
 describe('a cluster of one control node and two edges', () => {
   it('nodes say who they are: the edge logs its node id, answers /healthz and /metrics, and sends the API to the control node', async () => {
-    expect(edgeA.proc.stdout.some((l) => /^node id edge-[a-z0-9]+$/.test(l))).toBe(true);
+    // The node's name is its credentials' (edge-1), and each run adds its own 8 characters.
+    expect(edgeA.proc.stdout.some((l) => /^node id edge-1-[a-z2-7]{8}$/.test(l))).toBe(true);
     const health = await (await fetch(`${edgeA.url}/healthz`)).json();
     expect(health).toMatchObject({ status: 'ok', role: 'edge', nats: 'connected' });
     expect(await metric(edgeA.url, 'tether_agents_online')).toBe(1);
@@ -100,13 +102,15 @@ describe('a cluster of one control node and two edges', () => {
   });
 
   it('presence the control node lost is repaired from the edge\'s digest within a few heartbeats', async () => {
-    // A wrong report, as if one had been lost: "edge A holds no agents". The control node takes the
-    // device offline; A's next heartbeats carry a digest of its real connections, which differs, so
-    // A is asked to resend its presence and the device is online again.
-    const nodeId = edgeA.proc.stdout.find((l) => /^node id edge-[a-z0-9]+$/.test(l))!.slice('node id '.length);
-    const nc = await connect({ servers: cluster.nats.url });
+    // A wrong report, as if one had been lost: "edge A holds no agents" (sent with A's own
+    // credentials: only A may speak for A). The control node takes the device offline; A's next
+    // heartbeats carry a digest of its real connections, which differs, so A is asked to resend
+    // its presence and the device is online again.
+    const nodeId = edgeA.proc.stdout.find((l) => /^node id edge-1-[a-z2-7]{8}$/.test(l))!.slice('node id '.length);
+    const creds = readFileSync(await cluster.nats.creds('edge-1'));
+    const nc = await connect({ servers: cluster.nats.url, authenticator: credsAuthenticator(creds), inboxPrefix: '_INBOX.edge-1' });
     try {
-      nc.publish('tether.control.presence', JSON.stringify({ kind: 'snapshot', node_id: nodeId, snapshot_id: 'lost-reports', online: [], last: true }));
+      nc.publish('tether.control.edge-1.presence', JSON.stringify({ kind: 'snapshot', node_id: nodeId, snapshot_id: 'lost-reports', online: [], last: true }));
       await nc.flush();
       await waitFor(async () => ((await status('edge-dev')) === 'offline' ? true : undefined), 'the device offline after the wrong report', 10_000);
       await waitFor(async () => ((await status('edge-dev')) === 'online' ? true : undefined), 'the device online again', 10 * HEARTBEAT_MS);

@@ -10,7 +10,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { client } from '../helpers/http';
 import type { Proc } from '../helpers/processes';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { systemProgram } from '../helpers/system-program';
@@ -202,6 +203,58 @@ describe('the console, signed in', () => {
   });
 });
 
+describe('one shell per device', () => {
+  const openShells = async () =>
+    (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=shell&status=open')).body.data as Array<{
+      session_id: string;
+      opened_by: string;
+    }>;
+  // A page closed without leaving it keeps its session: start each case with the device's shell free.
+  beforeEach(async () => {
+    for (const s of await openShells()) await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+  });
+
+  it('asks before replacing your own shell (your tether shell, say), and replaces it only when told', async () => {
+    const login = await client(stack.url).post('/v1/auth/token', { username: 'ops-ann', password: PASSWORD });
+    const ann = client(stack.url, login.body.data.token);
+    const cli = (await ann.post('/v1/remote-access/sessions', { device_id: 'console-dev', protocol: 'shell' })).body.data;
+    const page = await signedIn();
+    await page.goto(`${stack.url}/#/terminal/console-dev`);
+    await page.waitForSelector('#replace-session');
+    expect(await page.textContent('#replace-session')).toContain('Your shell session on console-dev is already open (opened ');
+    await shot(page, 'terminal-replace');
+    expect((await openShells()).map((s) => s.session_id)).toEqual([cli.session_id]); // nothing closed while it asks
+    await page.click('#replace-cancel');
+    await expect.poll(() => page.textContent('#terminal-status')).toContain('stays open');
+    expect((await openShells()).map((s) => s.session_id)).toEqual([cli.session_id]);
+
+    await page.goto(`${stack.url}/#/devices`);
+    await page.waitForSelector('#device-list table');
+    await page.goto(`${stack.url}/#/terminal/console-dev`);
+    await page.click('#replace-confirm');
+    await expect.poll(() => page.textContent('#terminal-status')).toContain('Connected to console-dev');
+    expect((await ann.get(`/v1/remote-access/sessions/${cli.session_id}`)).body.data).toMatchObject({ status: 'closed', close_reason: 'closed' });
+    const now = await openShells();
+    expect(now).toHaveLength(1);
+    expect(now[0]).toMatchObject({ opened_by: 'ops-ann', session_id: expect.not.stringMatching(cli.session_id) });
+    await page.close();
+  });
+
+  it("names who holds someone else's shell and since when, instead of hanging at 'Opening a shell…'", async () => {
+    const bob = client(stack.url, await stack.userToken('pe-bob', 'platform-engineer'));
+    const theirs = (await bob.post('/v1/remote-access/sessions', { device_id: 'console-dev', protocol: 'shell' })).body.data;
+    const page = await signedIn(); // an administrator, who could close it: the console does not
+    await page.goto(`${stack.url}/#/terminal/console-dev`);
+    await expect.poll(() => page.textContent('#terminal-status')).toContain('pe-bob holds the shell session on console-dev (opened ');
+    expect(await page.$('#replace-session')).toBeNull();
+    expect(await page.$('#terminal .xterm')).toBeNull();
+    await shot(page, 'terminal-held');
+    expect((await openShells()).map((s) => s.session_id)).toEqual([theirs.session_id]);
+    await page.close();
+    await bob.del(`/v1/remote-access/sessions/${theirs.session_id}`);
+  });
+});
+
 describe('signing out', () => {
   it('revokes the token the console obtained with the password', async () => {
     const active = async () =>
@@ -221,6 +274,31 @@ describe('signing out', () => {
 describe('another origin', () => {
   let other: Server;
   afterAll(() => new Promise<void>((r) => other?.close(() => r())));
+
+  it('is not another loopback name of the server: a page at localhost opens a stream of a server on 127.0.0.1', async () => {
+    const open = (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=diagnostics&status=open')).body.data as Array<{ session_id: string }>;
+    for (const o of open) await stack.admin.del(`/v1/remote-access/sessions/${o.session_id}`);
+    const created = await stack.admin.post('/v1/remote-access/sessions', { device_id: 'console-dev', protocol: 'diagnostics' });
+    expect(created.status, created.text).toBe(201);
+    const s = created.body.data;
+    const base = `http://localhost:${stack.port}`;
+    const page = await browser.newPage();
+    await page.goto(`${base}/`); // the console's own page, under another name of its host
+    const url = new URL(s.websocket_url);
+    url.host = `localhost:${stack.port}`; // the page's policy lets it connect to its own host only
+    const outcome = await page.evaluate(
+      (streamUrl) =>
+        new Promise<string>((done) => {
+          const ws = new WebSocket(streamUrl);
+          ws.onopen = () => done('opened');
+          ws.onclose = (e) => done(`closed ${e.code}`);
+        }),
+      url.href,
+    );
+    expect(outcome).toBe('opened');
+    await page.close();
+    await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+  });
 
   it('cannot open a session stream, even with its ticket', async () => {
     const open = (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=shell&status=open')).body.data as Array<{ session_id: string }>;

@@ -1,10 +1,12 @@
 /**
  * `GET /v1/events` (issue 17, CONTRACT 9): server-sent events of agent presence and sessions,
  * each to those who may see it; a bearer token or a one-time ticket; the stream ends at once when
- * its token is revoked.
+ * its token is revoked; a user holds at most EVENT_STREAMS_PER_USER streams at once (a client that
+ * does not read: events-slow-client.test.ts).
  */
-import { request, type IncomingMessage } from 'node:http';
+import { request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVENT_STREAMS_PER_USER } from '../../api/events/routes';
 import { startStack, type Stack } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';
 
@@ -16,6 +18,9 @@ afterAll(() => stack.stop());
 
 interface Listener {
   status: number;
+  headers: IncomingHttpHeaders;
+  /** Everything received so far. */
+  text(): string;
   events: Array<{ event: string; data: Record<string, unknown> }>;
   ended: Promise<void>;
   close(): void;
@@ -29,8 +34,10 @@ function listen(headers: Record<string, string>, query = ''): Promise<Listener> 
     req.on('response', (res: IncomingMessage) => {
       const events: Listener['events'] = [];
       let buffer = '';
+      let all = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
+        all += chunk;
         buffer += chunk;
         let end: number;
         while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -42,7 +49,7 @@ function listen(headers: Record<string, string>, query = ''): Promise<Listener> 
         }
       });
       const ended = new Promise<void>((done) => res.on('close', () => done()));
-      resolve({ status: res.statusCode!, events, ended, close: () => req.destroy() });
+      resolve({ status: res.statusCode!, headers: res.headers, text: () => all, events, ended, close: () => req.destroy() });
     });
     req.end();
   });
@@ -100,5 +107,37 @@ describe('the events stream', () => {
     expect((await stack.admin.del(`/v1/tokens/${issued.token_id}`)).status).toBe(200);
     await l.ended;
     expect(l.events.at(-1)).toEqual({ event: 'end', data: { reason: 'the token was revoked' } });
+  });
+});
+
+describe('the events stream, bounded', () => {
+  it(`holds at most ${EVENT_STREAMS_PER_USER} streams per user, of any of its tokens: one more is 429 with Retry-After; others still get theirs`, async () => {
+    const capToken = await stack.userToken('ev-cap', 'developer');
+    const otherToken = await stack.userToken('ev-cap-other', 'developer');
+    const held: Listener[] = [];
+    for (let i = 0; i < EVENT_STREAMS_PER_USER; i++) held.push(await listen(bearer(capToken)));
+    expect(held.map((l) => l.status)).toEqual(held.map(() => 200));
+
+    // A second token of the same user is the same user.
+    const secondToken = (await stack.admin.post('/v1/tokens', { username: 'ev-cap' })).body.data.token as string;
+    for (const token of [capToken, secondToken]) {
+      const refused = await listen(bearer(token));
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      await refused.ended;
+      expect(JSON.parse(refused.text())).toMatchObject({ error: 'rate_limited', status: 429 });
+    }
+    const other = await listen(bearer(otherToken));
+    expect(other.status).toBe(200);
+
+    // A stream that ends gives its place back.
+    held.pop()!.close();
+    await waitFor(async () => {
+      const again = await listen(bearer(secondToken));
+      if (again.status === 200) return held.push(again);
+      await again.ended;
+      return undefined;
+    }, 'a place to come free');
+    for (const l of [...held, other]) l.close();
   });
 });

@@ -3,7 +3,8 @@
  * holds exactly what the client received, with resizes and a character split across frames;
  * it passes a strict asciicast v2 reader; the text export has no escapes; only the owner and
  * administrators read it, each read audited; a size cap truncates it and the session goes on; a
- * server killed mid-session leaves a readable cast; retention deletes the old and nothing else.
+ * server killed mid-session leaves a readable cast; retention deletes the old and nothing else; the
+ * store as a whole is bounded (a total cap, a floor of free space) and says what it did not record.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -212,6 +213,59 @@ describe('limits and settings', () => {
       expect(small.logs.some((l) => l.includes('recording truncated'))).toBe(true);
     } finally {
       await small.stop();
+    }
+  });
+
+  it('stops at the total cap: the recording that reaches it is truncated, later ones are kept empty saying why; one warning, each counted; the server goes on', async () => {
+    const cap = 128 * 1024;
+    const full = await startStack({ env: { TETHER_RECORDINGS_MAX_TOTAL_BYTES: String(cap) } });
+    try {
+      const token = await full.userToken('total-ann', 'platform-engineer');
+      await full.onlineDevice('total-dev');
+      const first = await shell(full, token, 'total-dev');
+      // Random bytes do not compress: far past the cap of every recording together.
+      await run(first.c, 'head -c 300000 /dev/urandom | base64 -w 0; echo; echo big-$((2*3))', /big-6/);
+      const firstRead = await closeAndRead(full, token, first.session.session_id, first.c);
+      const firstRecord = (await full.as(token).get(`/v1/remote-access/sessions/${first.session.session_id}`)).body.data.recording;
+      expect(firstRecord).toMatchObject({ truncated: true });
+      expect(firstRecord.stored_bytes).toBeLessThanOrEqual(cap);
+      expect(parseCastStrict(firstRead.text).events.length).toBeGreaterThan(0); // what was kept reads back
+
+      for (const i of [1, 2]) {
+        const { session, c } = await shell(full, token, 'total-dev');
+        await run(c, `echo unrecorded-${i}-$((1+1))`, new RegExp(`unrecorded-${i}-2`)); // the session goes on
+        const read = await closeAndRead(full, token, session.session_id, c);
+        expect(read.status).toBe(200);
+        const cast = parseCastStrict(read.text);
+        expect(cast.header).toMatchObject({ tether: { session_id: session.session_id } });
+        expect(cast.events).toEqual([[expect.any(Number), 'm', expect.stringMatching(/^not recorded: .*TETHER_RECORDINGS_MAX_TOTAL_BYTES/)]]);
+        expect(read.text).not.toContain('unrecorded-');
+        const record = (await full.as(token).get(`/v1/remote-access/sessions/${session.session_id}`)).body.data.recording;
+        expect(record).toMatchObject({ truncated: true, in_progress: false, bytes: Buffer.byteLength(read.text) });
+      }
+      expect(full.logs.filter((l) => l.includes('"level":"warn"') && l.includes('the recordings store is full'))).toHaveLength(1);
+      const metrics = (await full.admin.get('/metrics')).text;
+      expect(metrics).toMatch(/^tether_recordings_refused_total\{reason="total_cap"\} 3$/m);
+      expect(Number(/^tether_recordings_stored_bytes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(cap / 2);
+      expect((await full.admin.get('/readyz')).status).toBe(200);
+      expect((await full.admin.get('/v1/remote-access/sessions?has_recording=true')).status).toBe(200);
+    } finally {
+      await full.stop();
+    }
+  });
+
+  it('refuses new recordings while the data dir has less free space than TETHER_RECORDINGS_MIN_FREE_BYTES, and the session goes on', async () => {
+    const low = await startStack({ env: { TETHER_RECORDINGS_MIN_FREE_BYTES: String(2 ** 50) } }); // 1 PiB: more than any disk here
+    try {
+      await low.onlineDevice('low-dev');
+      const { session, c } = await shell(low, low.adminToken, 'low-dev');
+      await run(c, 'echo served-$((3+3))', /served-6/);
+      const read = await closeAndRead(low, low.adminToken, session.session_id, c);
+      expect(parseCastStrict(read.text).events).toEqual([[expect.any(Number), 'm', expect.stringMatching(/^not recorded: .*TETHER_RECORDINGS_MIN_FREE_BYTES/)]]);
+      expect((await low.admin.get(`/v1/remote-access/sessions/${session.session_id}`)).body.data.recording).toMatchObject({ truncated: true });
+      expect((await low.admin.get('/metrics')).text).toMatch(/^tether_recordings_refused_total\{reason="free_space"\} 1$/m);
+    } finally {
+      await low.stop();
     }
   });
 

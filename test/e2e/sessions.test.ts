@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '../helpers/http';
 import type { Proc } from '../helpers/processes';
 import { startStack, type Stack } from '../helpers/stack';
+import { connectStream } from '../helpers/stream';
 
 let stack: Stack;
 let agentA: Proc;
@@ -48,7 +49,7 @@ describe('opening a session', () => {
     });
     expect(Date.parse(s.expires_at) - Date.parse(s.opened_at)).toBe(3600_000);
     expect(s.websocket_url).toMatch(
-      new RegExp(`^ws://127\\.0\\.0\\.1:${stack.port}/v1/remote-access/sessions/${s.session_id}/stream\\?ticket=[A-Za-z0-9_-]+$`),
+      new RegExp(`^ws://127\\.0\\.0\\.1:${stack.port}/v1/remote-access/sessions/${s.session_id}/stream\\?ticket=[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{43}$`),
     );
     const audit = await stack.admin.get(`/v1/audit/remote-access?session_id=${s.session_id}`);
     expect(audit.body.data).toEqual([
@@ -162,6 +163,22 @@ describe('opening a session', () => {
     await pe.del(`/v1/remote-access/sessions/${again.body.data.session_id}`);
   });
 
+  it('a 409 names who holds the session and since when (and nothing more), in words and as `holder`', async () => {
+    const first = (await open(pe, { device_id: 'dev-a', protocol: 'shell' })).body.data;
+    for (const other of [stack.admin, pe]) {
+      const second = await open(other, { device_id: 'dev-a', protocol: 'shell' });
+      expect(second.status).toBe(409);
+      expect(second.body).toEqual({
+        error: 'conflict',
+        status: 409,
+        message: expect.stringContaining(`pete@example.com opened it at ${first.opened_at}`),
+        holder: { opened_by: 'pete@example.com', opened_at: first.opened_at },
+      });
+      expect(second.body.message).not.toContain(first.session_id);
+    }
+    await pe.del(`/v1/remote-access/sessions/${first.session_id}`);
+  });
+
   it('racing opens give exactly one 201', async () => {
     const users = await Promise.all(
       Array.from({ length: 8 }, async (_, i) => stack.as(await stack.userToken(`racer-${i}`, 'developer'))),
@@ -183,8 +200,10 @@ describe('reading and closing sessions', () => {
     // another developer and a platform-engineer may not see it; an administrator may
     expect((await devOther.get(`/v1/remote-access/sessions/${s.session_id}`)).status).toBe(404);
     expect((await pe.get(`/v1/remote-access/sessions/${s.session_id}`)).status).toBe(404);
+    // an administrator gets a ticket of its own (bound to its token), to the same stream
     const asAdmin = await stack.admin.get(`/v1/remote-access/sessions/${s.session_id}`);
-    expect(asAdmin.body.data.websocket_url).toBe(s.websocket_url);
+    expect(asAdmin.body.data.websocket_url.split('?')[0]).toBe(s.websocket_url.split('?')[0]);
+    expect(asAdmin.body.data.websocket_url).not.toBe(s.websocket_url);
     // closing another user's session needs administrator; others get 404
     expect((await devOther.del(`/v1/remote-access/sessions/${s.session_id}`)).status).toBe(404);
     expect((await dev.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data.status).toBe('open');
@@ -280,6 +299,91 @@ describe('reading and closing sessions', () => {
     const byActor = await stack.admin.get('/v1/audit/remote-access?actor=dana@example.com&event=session.opened&per_page=1');
     expect(byActor.body.data[0]).toMatchObject({ actor: 'dana@example.com', event: 'session.opened' });
     expect((await dev.get('/v1/audit/remote-access?event=session.renamed')).status).toBe(400);
+  });
+});
+
+describe('who may drive a stream: tickets and joins', () => {
+  const tokenFor = async (username: string, scopes: string[]) =>
+    (await stack.admin.post('/v1/tokens', { username, scopes })).body.data as { token: string; token_id: string };
+  const ticketOf = (url: string) => new URL(url).searchParams.get('ticket')!;
+
+  it('a sessions:read token sees records without websocket_url; a sessions:write token gets a ticket of its own', async () => {
+    const s = (await open(pe, { device_id: 'dev-b', protocol: 'diagnostics' })).body.data;
+    const adminRead = stack.as((await tokenFor('admin', ['sessions:read'])).token);
+    const ownerRead = stack.as((await tokenFor('pete@example.com', ['sessions:read'])).token);
+    for (const reader of [adminRead, ownerRead]) {
+      const got = (await reader.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data;
+      expect(got).toMatchObject({ session_id: s.session_id, status: 'open' });
+      expect(got).not.toHaveProperty('websocket_url');
+      const listed = (await reader.get('/v1/remote-access/sessions?status=open')).body.data;
+      expect(listed.map((x: { session_id: string }) => x.session_id)).toContain(s.session_id);
+      expect(listed.filter((x: object) => 'websocket_url' in x)).toEqual([]);
+    }
+    const writer = await tokenFor('admin', ['sessions:read', 'sessions:write']);
+    const url = (await stack.as(writer.token).get(`/v1/remote-access/sessions/${s.session_id}`)).body.data.websocket_url;
+    expect(ticketOf(url).startsWith(`${writer.token_id}.`)).toBe(true);
+    expect(ticketOf(s.websocket_url).startsWith(`${(await pe.get('/v1/me')).body.data.token_id}.`)).toBe(true);
+    await pe.del(`/v1/remote-access/sessions/${s.session_id}`);
+  });
+
+  it('a closed session shows no websocket_url, to its owner or an administrator', async () => {
+    const s = (await open(pe, { device_id: 'dev-b', protocol: 'diagnostics' })).body.data;
+    const closed = (await pe.del(`/v1/remote-access/sessions/${s.session_id}`)).body.data;
+    expect(closed).not.toHaveProperty('websocket_url');
+    for (const c of [pe, stack.admin]) {
+      const got = (await c.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data;
+      expect(got).toMatchObject({ status: 'closed' });
+      expect(got).not.toHaveProperty('websocket_url');
+    }
+    const listed = (await stack.admin.get('/v1/remote-access/sessions?status=closed&per_page=200')).body.data;
+    expect(listed.filter((x: object) => 'websocket_url' in x)).toEqual([]);
+  });
+
+  it("an administrator joining another user's session is audited session.joined, by ticket and by bearer; the owner's joins are not", async () => {
+    const s = (await open(pe, { device_id: 'dev-b', protocol: 'diagnostics' })).body.data;
+    const join = async (url: string, headers: Record<string, string> = {}) => {
+      const client = connectStream(url, headers);
+      await client.opened;
+      expect((await client.request('system.info')).ok).toBe(true);
+      client.ws.close();
+      await client.closed;
+    };
+    await join(s.websocket_url); // the owner, with the ticket of the open
+    const writer = await tokenFor('admin', ['sessions:read', 'sessions:write']);
+    await join((await stack.as(writer.token).get(`/v1/remote-access/sessions/${s.session_id}`)).body.data.websocket_url);
+    const adminTokenId = (await stack.admin.get('/v1/me')).body.data.token_id;
+    await join(s.websocket_url.split('?')[0], { authorization: `Bearer ${stack.adminToken}` });
+
+    const joined = await stack.admin.get(`/v1/audit/remote-access?event=session.joined&session_id=${s.session_id}`);
+    expect(joined.status).toBe(200);
+    expect(joined.body.data.map((e: { event: string; actor: string; reason: string }) => [e.event, e.actor, e.reason])).toEqual([
+      ['session.joined', 'admin', adminTokenId],
+      ['session.joined', 'admin', writer.token_id],
+    ]);
+    expect(joined.body.data[0]).toMatchObject({ session_id: s.session_id, device_id: 'dev-b', protocol: 'diagnostics', trace_id: s.trace_id });
+    // the owner sees who joined the session
+    const seen = (await pe.get(`/v1/audit/remote-access?session_id=${s.session_id}&event=session.joined`)).body.data;
+    expect(seen.map((e: { actor: string }) => e.actor)).toEqual(['admin', 'admin']);
+    await pe.del(`/v1/remote-access/sessions/${s.session_id}`);
+  });
+
+  it('a ticket admits no one once the token it was shown to is revoked; the owner\'s ticket still works', async () => {
+    const s = (await open(pe, { device_id: 'dev-b', protocol: 'diagnostics' })).body.data;
+    const writer = await tokenFor('admin', ['sessions:read', 'sessions:write']);
+    const url = (await stack.as(writer.token).get(`/v1/remote-access/sessions/${s.session_id}`)).body.data.websocket_url;
+    expect((await stack.admin.del(`/v1/tokens/${writer.token_id}`)).status).toBe(200);
+    expect((await connectStream(url).closed).code).toBe(4004);
+    // nor can a ticket be moved to another token: the MAC covers the token id
+    const [, mac] = ticketOf(s.websocket_url).split('.');
+    const adminTokenId = (await stack.admin.get('/v1/me')).body.data.token_id;
+    expect((await connectStream(`${s.websocket_url.split('?')[0]}?ticket=${adminTokenId}.${mac}`).closed).code).toBe(4004);
+    const owner = connectStream(s.websocket_url);
+    await owner.opened;
+    expect((await owner.request('system.info')).ok).toBe(true);
+    owner.ws.close();
+    await owner.closed;
+    expect((await stack.admin.get(`/v1/audit/remote-access?event=session.joined&session_id=${s.session_id}`)).body.data).toEqual([]);
+    await pe.del(`/v1/remote-access/sessions/${s.session_id}`);
   });
 });
 

@@ -1,15 +1,16 @@
 /**
  * A cluster of real processes for the tests (docs/cluster.md): a `nats-server` from the system's
- * packages, a control node (`tether server` with TETHER_NATS_URL) and edge nodes (`tether
+ * packages, configured as the docs say (`tether cluster nats-config`: every node with credentials
+ * of its own), a control node (`tether server` with TETHER_NATS_URL) and edge nodes (`tether
  * broker`), all on 127.0.0.1. Everything started here is stopped when the test file ends.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { client, type Client } from './http';
-import { startProcess, startServerProcess, type Proc } from './processes';
+import { runTether, startProcess, startServerProcess, type Proc } from './processes';
 import { tempDir } from './stack';
 import { systemProgram } from './system-program';
 import { waitFor } from './wait';
@@ -30,6 +31,10 @@ export async function freePort(): Promise<number> {
 
 export interface NatsServer {
   url: string;
+  /** The directory `tether cluster nats-config` wrote (credentials per node), when the bus has them. */
+  credsDir: string | undefined;
+  /** A node's credentials file (`control`, `edge-1`, …); written on first use. */
+  creds(name: string): Promise<string>;
   /** SIGKILL, as a crash would. */
   kill(): Promise<void>;
   /** Starts it again on the same port. */
@@ -37,12 +42,23 @@ export interface NatsServer {
   stop(): Promise<void>;
 }
 
-export async function startNats(): Promise<NatsServer> {
+/** Writes (or adds to) the bus's configuration and credentials with the CLI, as docs/cluster.md says. */
+async function natsConfig(dir: string, port: number, edges: string[]): Promise<void> {
+  const args = ['cluster', 'nats-config', '--out', dir, '--listen', `127.0.0.1:${port}`, ...edges.flatMap((e) => ['--edge', e])];
+  const { code, stdout, stderr } = await runTether(args);
+  if (code !== 0) throw new Error(`tether cluster nats-config failed (${code}): ${stdout}${stderr}`);
+}
+
+/** A `nats-server` on a free loopback port: with per-node credentials (the documented set-up), or `open` (no authentication). */
+export async function startNats(options: { open?: boolean } = {}): Promise<NatsServer> {
   const bin = systemProgram(['/usr/sbin/nats-server', '/usr/bin/nats-server'], 'nats-server', 'the cluster tests');
   const port = await freePort();
+  const credsDir = options.open ? undefined : tempDir('tether-nats-');
+  if (credsDir) await natsConfig(credsDir, port, []);
   let child: ChildProcess | undefined;
   const run = async () => {
-    const proc = spawn(bin, ['-a', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const args = credsDir ? ['-c', join(credsDir, 'nats-server.conf')] : ['-a', '127.0.0.1', '-p', String(port)];
+    const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     natsProcesses.add(proc);
     let log = '';
     proc.stderr!.on('data', (c: Buffer) => (log += c.toString()));
@@ -60,6 +76,13 @@ export async function startNats(): Promise<NatsServer> {
   await run();
   return {
     url: `nats://127.0.0.1:${port}`,
+    credsDir,
+    async creds(name: string) {
+      if (!credsDir) throw new Error('this bus has no credentials');
+      const file = join(credsDir, `${name}.creds`);
+      if (!existsSync(file)) await natsConfig(credsDir, port, [name]);
+      return file;
+    },
     kill: () => kill('SIGKILL'),
     restart: run,
     stop: () => kill('SIGTERM'),
@@ -88,17 +111,20 @@ export interface Cluster {
 }
 
 /** One control node and `edges` edge nodes, with `heartbeatMs` for all of them. */
-export async function startCluster(options: { edges: number; heartbeatMs: number }): Promise<Cluster> {
+export async function startCluster(options: { edges: number; heartbeatMs: number; controlEnv?: Record<string, string> }): Promise<Cluster> {
   const nats = await startNats();
   const dataDir = tempDir('tether-cluster-');
   const env = { TETHER_NATS_URL: nats.url, TETHER_HEARTBEAT_MS: String(options.heartbeatMs), TETHER_LOG_LEVEL: 'debug' };
-  let control: Node = await startServerProcess(dataDir, env);
+  const controlEnv = { ...env, ...options.controlEnv, TETHER_NATS_CREDS: await nats.creds('control') };
+  let control: Node = await startServerProcess(dataDir, controlEnv);
   const adminToken = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
   const edges: Node[] = [];
 
+  let edgesMade = 0;
   async function startEdge(port = 0): Promise<Node> {
     const p = port || (await freePort());
-    const proc = startProcess(['broker'], { ...env, TETHER_LISTEN: `127.0.0.1:${p}`, TETHER_PUBLIC_URL: `http://127.0.0.1:${p}` });
+    const creds = await nats.creds(`edge-${++edgesMade}`);
+    const proc = startProcess(['broker'], { ...env, TETHER_NATS_CREDS: creds, TETHER_LISTEN: `127.0.0.1:${p}`, TETHER_PUBLIC_URL: `http://127.0.0.1:${p}` });
     await proc.waitForLine(/^tether broker listening on /);
     // Ready once the control node knows it: its first heartbeat was answered.
     const url = `http://127.0.0.1:${p}`;
@@ -119,7 +145,7 @@ export async function startCluster(options: { edges: number; heartbeatMs: number
     env,
     startEdge,
     async restartControl() {
-      control = await startServerProcess(dataDir, env, control.port);
+      control = await startServerProcess(dataDir, controlEnv, control.port);
       cluster.admin = client(control.url, adminToken);
       return control;
     },

@@ -17,7 +17,8 @@ export const sessionOperations: OperationSpec[] = [
     summary: 'Open a session on a device',
     description:
       'Scope `sessions:write`; `diagnostics` developer and up, `shell` and `port-forward` platform-engineer and up, ' +
-      '`file-transfer` administrator. 30 a minute per user. `targets` only, and always, for port-forward.',
+      '`file-transfer` administrator. 30 a minute per user. `targets` only, and always, for port-forward. A session with no client ' +
+      'connected to its stream for TETHER_SESSION_IDLE_SECONDS (300 s) closes `idle`.',
     auth: 'bearer',
     idempotent: true,
     body: { schema: openBody },
@@ -26,7 +27,7 @@ export const sessionOperations: OperationSpec[] = [
       400: 'malformed body or target',
       403: 'role or scope missing for the protocol',
       404: 'no such device',
-      409: 'a session of that protocol is open on the device',
+      409: 'a session of that protocol is open on the device (`holder` says whose, and since when)',
       422: 'the device’s agent is offline (`unprocessable_entity`), or does not forward to a target (`target_not_allowed`)',
       429: 'over 30 opens a minute',
       503: 'a cluster’s control node cannot reach its bus (NATS): no device can be reached now',
@@ -38,7 +39,7 @@ export const sessionOperations: OperationSpec[] = [
     operationId: 'listSessions',
     tag: 'sessions',
     summary: 'Sessions, newest first',
-    description: 'Your own (administrators: all). Developer and up, scope `sessions:read`.',
+    description: 'Your own (administrators: all). Developer and up, scope `sessions:read`; `websocket_url` as for one session.',
     auth: 'bearer',
     query: listQuery,
     responses: { 200: { description: 'a page of sessions', json: listBody('SessionListResponse', session) } },
@@ -50,7 +51,9 @@ export const sessionOperations: OperationSpec[] = [
     operationId: 'getSession',
     tag: 'sessions',
     summary: 'A session',
-    description: 'Its owner or an administrator, scope `sessions:read`; anyone else gets 404.',
+    description:
+      'Its owner or an administrator, scope `sessions:read`; anyone else gets 404. `websocket_url` (with a ticket bound to this token) ' +
+      'only while it is open and only for a token with `sessions:write`; a join by anyone but its owner is audited (`session.joined`).',
     auth: 'bearer',
     params: sessionId,
     responses: { 200: { description: 'the session', json: sessionBody } },
@@ -95,7 +98,9 @@ export const sessionOperations: OperationSpec[] = [
     operationId: 'listSessionAudit',
     tag: 'sessions',
     summary: 'The remote-access audit, newest first',
-    description: 'Events of your own sessions (administrators: all). Developer and up, scope `sessions:read`; 60 a minute per user.',
+    description:
+      'Events of your own sessions (administrators: all). Developer and up, scope `sessions:read`; 60 a minute per user. ' +
+      '`session.joined`: someone other than its owner (an administrator) connected to its stream; `actor` is who, `reason` the id of the token used.',
     auth: 'bearer',
     query: auditQuery,
     responses: { 200: { description: 'a page of events', json: listBody('AuditEventListResponse', auditEvent) } },

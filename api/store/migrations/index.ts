@@ -8,6 +8,7 @@ import m006 from './006-accounts';
 import m007 from './007-port-forward';
 import m008 from './008-recordings';
 import m009 from './009-idempotency';
+import m010 from './010-session-idle';
 
 export interface Migration {
   version: number;
@@ -25,4 +26,5 @@ export const migrations: readonly Migration[] = [
   { version: 7, name: 'port-forward', sql: m007 },
   { version: 8, name: 'recordings', sql: m008 },
   { version: 9, name: 'idempotency', sql: m009 },
+  { version: 10, name: 'session-idle', sql: m010 },
 ];

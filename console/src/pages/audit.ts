@@ -18,7 +18,7 @@ export async function auditPage(root: HTMLElement): Promise<void> {
     'select',
     { id: 'audit-event', 'aria-label': 'Event' },
     h('option', { value: '' }, 'Any event'),
-    ...['session.opened', 'session.closed', 'session.expired', 'recording.viewed'].map((e) => h('option', { value: e }, e)),
+    ...['session.opened', 'session.closed', 'session.expired', 'session.joined', 'recording.viewed'].map((e) => h('option', { value: e }, e)),
   );
   const device = h('input', { id: 'audit-device', placeholder: 'Device', 'aria-label': 'Device' });
   const actor = h('input', { id: 'audit-actor', placeholder: 'Actor', 'aria-label': 'Actor' });

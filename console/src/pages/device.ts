@@ -7,7 +7,7 @@ import { api, type Device } from '../api';
 import { errorBox, formatBytes, h, replace, table, timeAgo } from '../dom';
 import { onLive } from '../events';
 import type { Cleanup } from '../main';
-import { openSession, SessionStream } from '../session-stream';
+import { askInPage, openSession, SessionStream } from '../session-stream';
 
 interface SystemInfo {
   hostname: string;
@@ -71,7 +71,7 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
   }
   void (async () => {
     try {
-      const session = await openSession(device.device_id, 'diagnostics');
+      const session = await openSession(device.device_id, 'diagnostics', askInPage(summary, device.device_id, 'diagnostics'));
       sessionId = session.session_id;
       stream = new SessionStream(session.websocket_url!);
       await stream.opened;

@@ -4,10 +4,10 @@
  * by drag and drop or by choosing them, with progress (the browser writes the tar stream).
  * Paths are relative to the agent's files root.
  */
-import { api } from '../api';
+import { api, type Session } from '../api';
 import { errorBox, formatBytes, h, replace, table } from '../dom';
 import type { Cleanup } from '../main';
-import { openSession, SessionStream } from '../session-stream';
+import { askInPage, openSession, SessionStream } from '../session-stream';
 import { END_OF_ARCHIVE, fileHeader, filePadding, tarReader } from '../tar';
 
 interface Entry {
@@ -31,7 +31,13 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
   const drop = h('div', { class: 'drop', id: 'drop-zone', tabindex: 0 }, 'Drop files here to upload them to this directory, or ', picker);
   replace(root, h('h1', {}, 'Files on ', h('a', { href: `#/devices/${encodeURIComponent(id!)}` }, id!)), where, drop, progress, news, listing);
 
-  const session = await openSession(id!, 'file-transfer');
+  let session: Session;
+  try {
+    session = await openSession(id!, 'file-transfer', askInPage(listing, id!, 'file-transfer'));
+  } catch (err) {
+    replace(listing, errorBox((err as Error).message));
+    return () => {};
+  }
   const stream = new SessionStream(session.websocket_url!);
   let busy = false;
   let onBinary: ((data: Uint8Array) => void) | undefined;

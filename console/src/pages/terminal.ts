@@ -7,10 +7,10 @@
  */
 import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
-import { api } from '../api';
+import { api, type Session } from '../api';
 import { errorBox, h, replace } from '../dom';
 import type { Cleanup } from '../main';
-import { closeWords, openSession, SessionStream } from '../session-stream';
+import { askInPage, closeWords, openSession, SessionStream } from '../session-stream';
 
 /** Output handed to xterm but not drawn yet: above HIGH the device pauses, below LOW it resumes. */
 const HIGH = 256 * 1024;
@@ -18,10 +18,19 @@ const LOW = 32 * 1024;
 
 export async function terminalPage(root: HTMLElement, [id]: string[]): Promise<Cleanup> {
   const status = h('p', { id: 'terminal-status', class: 'muted', 'aria-live': 'polite' }, 'Opening a shell…');
+  const question = h('div', { id: 'session-question' });
   const box = h('div', { id: 'terminal', class: 'terminal' });
-  replace(root, h('h1', {}, 'Shell on ', h('a', { href: `#/devices/${encodeURIComponent(id!)}` }, id!)), status, box);
+  replace(root, h('h1', {}, 'Shell on ', h('a', { href: `#/devices/${encodeURIComponent(id!)}` }, id!)), status, question, box);
 
-  const session = await openSession(id!, 'shell');
+  let session: Session;
+  try {
+    session = await openSession(id!, 'shell', askInPage(question, id!, 'shell'));
+  } catch (err) {
+    // Someone else's shell, or yours kept: say so instead of "Opening a shell…" for ever.
+    replace(status, errorBox((err as Error).message));
+    box.remove();
+    return () => {};
+  }
   const stream = new SessionStream(session.websocket_url!);
   const term = new Terminal({ cursorBlink: true, fontSize: 14, scrollback: 5000, fontFamily: 'ui-monospace, Menlo, Consolas, monospace' });
   const fit = new FitAddon();

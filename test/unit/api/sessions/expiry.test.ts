@@ -89,6 +89,7 @@ describe('session expiry timer', () => {
     const shortLived: Principal = { ...admin, token_id: 'tok_short', expires_at: '2026-01-01T00:00:15.000Z' };
     const bound = service.open(shortLived, { device_id: 'dev-a', protocol: 'shell', ttl_seconds: 8 * 3600 });
     const free = service.open(admin, { device_id: 'dev-b', protocol: 'shell', ttl_seconds: 8 * 3600 });
+    service.streamAttached(free.session_id); // in use: it does not close idle meanwhile
 
     vi.advanceTimersByTime(14_999);
     expect(store.sessions.get(bound.session_id)?.status).toBe('open');

@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
-import type { StreamSocket } from '../shared/ws-client';
+import type { WsClient } from '../shared/ws-client';
 
 export const DATA_STREAM_HIGH_WATER = 4 * 1024 * 1024;
 export const DATA_STREAM_LOW_WATER = 1024 * 1024;
@@ -27,7 +27,7 @@ export class DataStream extends EventEmitter<DataStreamEvents> {
   #closed = false;
 
   constructor(
-    private readonly ws: StreamSocket,
+    private readonly ws: WsClient,
     private readonly highWaterMark = DATA_STREAM_HIGH_WATER,
     private readonly lowWaterMark = DATA_STREAM_LOW_WATER,
   ) {

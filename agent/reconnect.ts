@@ -7,7 +7,9 @@
  * changed, so the agent logs once per change instead of once per try (chisel's
  * client_connect.go gives up on an auth failure; a device agent must keep trying, slowly).
  */
+import { hostname } from 'node:os';
 import type { Backoff } from '../shared/backoff';
+import type { Logger } from '../shared/log';
 
 /** The default wait between tries while the server refuses this agent's token. */
 export const REFUSED_RETRY_MS = 5 * 60_000;
@@ -72,4 +74,41 @@ export type ReconnectPolicy = ReturnType<typeof createReconnectPolicy>;
 export function formatWait(ms: number): string {
   if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
   return `${Number((ms / 1000).toFixed(1))} s`;
+}
+
+/** How a try ended: the connection closed, the server refused the upgrade, or the dial failed. */
+export interface TryEnd {
+  closed?: { code: number; reason: string; err?: string | undefined };
+  refusal?: { status: number; message: string };
+  failure?: string;
+}
+
+/** Logs how the connection or the try ended (one line), and once when the server starts refusing the token. */
+export function logTryEnd(log: Logger, end: TryEnd, next: NextTry, deviceId: string, longMs: number): void {
+  const { closed, refusal, failure } = end;
+  const delay_ms = next.delayMs;
+  if (next.changed) log.error(tokenRefusedMessage(deviceId, formatWait(longMs)), { status: 401, refusals: next.refusals });
+  // One line per try; while the token is refused, only at debug (the line above said it all).
+  const quiet = next.mode === 'token_refused' || refusal?.status === 401;
+  if (closed) log.info('disconnected from broker; reconnecting', { ...closed, delay_ms });
+  else if (refusal) log[quiet ? 'debug' : 'error']('broker refused the agent', { ...refusal, delay_ms, host: hostname() });
+  else log[quiet ? 'debug' : 'warn']('connection to broker failed; reconnecting', { err: failure, delay_ms });
+}
+
+/** The message of a refusal's JSON body (`{"message": …}`), or its text as it came. */
+export function refusalMessage(body: string): string {
+  try {
+    return (JSON.parse(body) as { message?: string }).message ?? body;
+  } catch {
+    return body; // not JSON: log the text as it came
+  }
+}
+
+/** What an operator reads once when the server keeps refusing the token (401), and what to do. */
+function tokenRefusedMessage(deviceId: string, every: string): string {
+  return (
+    `the server refuses this agent's token (401): the device is not registered or the token is not its own; ` +
+    `register it (\`tether device add ${deviceId}\` prints a new token), set the token in TETHER_DEVICE_TOKEN ` +
+    `and restart the agent; retrying every ${every}`
+  );
 }

@@ -4,43 +4,36 @@
  */
 import type * as z from 'zod/mini';
 import type { Logger } from '../shared/log';
-import { request, type ErrorBody, type Request } from '../shared/session-stream';
-import { TransferError } from '../shared/transfer-error';
+import { OpError } from '../shared/op-error';
+import { request, type OpErrorBody, type Request } from '../shared/session-stream';
 import { describeProblems, problemsOf } from '../shared/zod-issues';
 import type { DataStream } from './data-stream';
-
-/** An error a handler answers with: an error code (docs/session-streams.md, what the device guarantees) and a message for people. */
-export { TransferError as OpError };
 
 /** Parses a request's params or throws `bad_params` naming every problem. */
 export function paramsOf<S extends z.ZodMiniType>(schema: S, req: Request): z.output<S> {
   const parsed = schema.safeParse(req.params ?? {});
   if (parsed.success) return parsed.data;
-  throw new TransferError('bad_params', describeProblems(problemsOf(parsed.error.issues, { prefix: ['params'] })));
+  throw new OpError('bad_params', describeProblems(problemsOf(parsed.error.issues, { prefix: ['params'] })));
 }
 
+/** What a failed system call answers, by its errno code; any other code is an `io_error` naming it. */
+const ERRNO_ERRORS: Readonly<Record<string, OpErrorBody>> = {
+  ENOENT: { code: 'not_found', message: 'no such file or directory' },
+  ENOTDIR: { code: 'not_a_directory', message: 'a path component is not a directory' },
+  EEXIST: { code: 'exists', message: 'it exists already' },
+  ELOOP: { code: 'path_outside_root', message: 'refusing to follow a symbolic link' },
+  EACCES: { code: 'io_error', message: 'permission denied' },
+  EPERM: { code: 'io_error', message: 'permission denied' },
+  ENOSPC: { code: 'io_error', message: 'no space left on the device' },
+};
+
 /** Maps anything thrown by an operation to an error code and a message safe to show. */
-export function toErrorBody(err: unknown, log: Logger): ErrorBody {
-  if (err instanceof TransferError) return { code: err.code, message: err.message };
+export function toErrorBody(err: unknown, log: Logger): OpErrorBody {
+  if (err instanceof OpError) return { code: err.code, message: err.message };
   const e = err as NodeJS.ErrnoException;
-  switch (e.code) {
-    case 'ENOENT':
-      return { code: 'not_found', message: 'no such file or directory' };
-    case 'ENOTDIR':
-      return { code: 'not_a_directory', message: 'a path component is not a directory' };
-    case 'EEXIST':
-      return { code: 'exists', message: 'it exists already' };
-    case 'ELOOP':
-      return { code: 'path_outside_root', message: 'refusing to follow a symbolic link' };
-    case 'EACCES':
-    case 'EPERM':
-      return { code: 'io_error', message: 'permission denied' };
-    case 'ENOSPC':
-      return { code: 'io_error', message: 'no space left on the device' };
-    default:
-      log.warn('operation failed', { err: e.message, code: e.code });
-      return { code: 'io_error', message: e.code ? `I/O error (${e.code})` : 'I/O error' };
-  }
+  if (e.code !== undefined && Object.hasOwn(ERRNO_ERRORS, e.code)) return { ...ERRNO_ERRORS[e.code]! };
+  log.warn('operation failed', { err: e.message, code: e.code });
+  return { code: 'io_error', message: e.code ? `I/O error (${e.code})` : 'I/O error' };
 }
 
 /** Parses one text frame as a request; answers `bad_params` itself when it is not one. */

@@ -10,7 +10,7 @@ import type { StagingJournal } from '../shared/tar-extract';
 import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/control-channel';
 import { STREAM_CLOSE, STREAM_END } from '../shared/session-stream';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
-import { connectStreamSocket, type StreamSocket } from '../shared/ws-client';
+import { connectWsClient, type WsClient } from '../shared/ws-client';
 import type { AgentConfig } from './config';
 import { DataStream } from './data-stream';
 import type { Handler, HandlerContext, HandlerFactory } from './protocol-handler';
@@ -32,7 +32,7 @@ interface ActiveStream {
   sessionId: string;
   /** Gives up the connection attempt while there is no socket yet. */
   dialing: AbortController;
-  socket?: StreamSocket;
+  socket?: WsClient;
   handler?: Handler;
 }
 
@@ -90,7 +90,7 @@ export function createStreamDialer(
     const stream: ActiveStream = { streamId: req.stream_id, sessionId: req.session_id, dialing };
     active.set(req.stream_id, stream);
     const slog = log.child({ session_id: req.session_id, protocol: req.protocol });
-    const connected = connectStreamSocket(streamUrl, {
+    const connected = connectWsClient(streamUrl, {
       protocol: AGENT_SUBPROTOCOL,
       // Not the token: a proof bound to this stream, which no one who sees it can use elsewhere.
       headers: {

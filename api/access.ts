@@ -5,24 +5,12 @@
  * a token can only issue tokens no broader than itself (scopes, tenants and lifetime), so a
  * short-lived, narrow token can never mint a broad or permanent one.
  */
+import { SCOPES } from '../shared/api/identity';
 import { forbidden } from './errors';
 import { hasRole, type Role } from './roles';
 import type { Principal } from './store/tokens';
 
-/** The scope catalogue (README "Scopes"). `*` is every scope. */
-export const SCOPES = [
-  '*',
-  'sessions:read',
-  'sessions:write',
-  'devices:read',
-  'devices:write',
-  'deployments:read',
-  'deployments:write',
-  'fleet:read',
-  'fleet:write',
-  'identity:read',
-  'identity:write',
-] as const;
+/** A scope a token may hold (`*` is every scope: the catalogue is `shared/api/identity.ts`). */
 export type Scope = Exclude<(typeof SCOPES)[number], '*'>;
 
 /**

@@ -7,37 +7,22 @@ import Koa from 'koa';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Ticketer } from '../shared/tickets';
-import { authenticate } from './http/auth';
 import { createTokenResolver } from './identity/token-cache';
-import { createErrorRenderer, errorHandler, parserRejection } from './http/error-handler';
-import { fleetErrorDialect } from './fleet/envelope';
-import { createSlidingWindowLimiter } from './http/rate-limit';
+import { errorHandler, parserRejection } from './http/error-handler';
 import { requestId } from './http/request-id';
-import { createIdempotency } from './http/idempotency';
-import type { RelayPort } from './ports';
-import { DEVICE_LIST_PER_MINUTE, deviceRoutes } from './devices/routes';
-import { healthRoutes } from './http/health';
-import { identityRoutes, LOGIN_FAILURES_PER_MINUTE, publicIdentityRoutes } from './identity/routes';
-import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from './sessions/routes';
+import type { Relay as RelayPort } from './relay';
 import { createAccounts } from './identity/accounts';
 import { createIdentity } from './identity/identity';
 import { createSessions } from './sessions/sessions';
 import { createStreamAccess } from './sessions/stream-access';
-import { sessionErrorDialect } from './sessions/envelope';
 import { createDeployments } from './deployments/deployments';
 import type { RuntimeFactory } from './deployments/runtime';
-import { serviceRoutes } from './deployments/routes';
-import { createFleet } from './fleet/fleet';
-import { fleetRoutes } from './fleet/routes';
 import type { Store } from './store/index';
 import { createRecorder, type RecorderSettings } from './recordings/recorder';
 import { createEventHub } from './events/hub';
-import { eventRoutes } from './events/routes';
-import { consoleRoutes } from './console/routes';
-import { openApiRoutes } from './openapi/routes';
 import type { SessionRow } from './store/sessions';
 import type { PresenceChange } from './store/devices';
-import { recordingRoutes, recordingViewer } from './recordings/routes';
+import { mountRoutes } from './routes';
 
 export interface ApiDeps {
   store: Store;
@@ -71,7 +56,7 @@ export function createApi(deps: ApiDeps) {
         tokens.revoked(tokenId);
         sessions.closeAllOfToken(tokenId, reason);
         relay.tokenRevoked(tokenId);
-        eventsHttp.tokenRevoked(tokenId);
+        http.tokenRevoked(tokenId);
       }
     },
   });
@@ -119,69 +104,18 @@ export function createApi(deps: ApiDeps) {
   );
   metrics.gauge('tether_sessions_open', 'Remote-access sessions currently open.', () => store.sessions.openCount());
 
-  const minute = 60_000;
   const app = new Koa();
   app.silent = true; // errors are rendered and logged by errorHandler, never printed by Koa
   app.use(requestId());
-  // Features with an error shape of their own register it here; the handler knows none.
-  const errors = createErrorRenderer([fleetErrorDialect, sessionErrorDialect]);
-  app.use(errorHandler(log.child({ component: 'http' }), requests, errors));
-
-  const loginFailures = createSlidingWindowLimiter(LOGIN_FAILURES_PER_MINUTE, minute, now);
-  const eventsHttp = eventRoutes({ hub: events, tokens, now, log: log.child({ component: 'events' }) });
-  const publicRoutes = [
-    healthRoutes(store, metrics),
-    publicIdentityRoutes(identity, loginFailures),
-    eventsHttp.open,
-    consoleRoutes(deps.consoleDir, deps.wsBase),
-    openApiRoutes(),
-  ];
-  for (const r of publicRoutes) app.use(r.routes());
-
-  app.use(authenticate(tokens, now));
-  const idempotent = createIdempotency(store, now);
-  const routes = [
-    identityRoutes(identity, accounts, loginFailures, idempotent),
-    deviceRoutes({
-      store,
-      identity,
-      sessions,
-      relay,
-      listLimiter: createSlidingWindowLimiter(DEVICE_LIST_PER_MINUTE, minute, now),
-      idempotent,
-    }),
-    sessionRoutes({
-      store,
-      sessions,
-      ticketer: deps.ticketer,
-      wsBase: deps.wsBase,
-      openLimiter: createSlidingWindowLimiter(SESSION_OPEN_PER_MINUTE, minute, now),
-      auditLimiter: createSlidingWindowLimiter(AUDIT_LIST_PER_MINUTE, minute, now),
-      idempotent,
-      recordingOf: recordingViewer(store, recorder),
-    }),
-    recordingRoutes({ store, sessions, recorder, now }),
-    eventsHttp.authed,
-    serviceRoutes(deployments, store, idempotent),
-    fleetRoutes(createFleet(store, now), idempotent),
-  ];
-  for (const r of routes) app.use(r.routes());
-
-  /** Every route served, `METHOD /path` with `{param}` placeholders (docs/http-api.md lists them). */
-  function endpoints(): string[] {
-    return [...publicRoutes, ...routes].flatMap((router) =>
-      router.stack.flatMap((layer) =>
-        layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`),
-      ),
-    );
-  }
+  app.use(errorHandler(log.child({ component: 'http' }), requests));
+  const http = mountRoutes(app, { ...deps, tokens, identity, accounts, sessions, deployments, recorder, events });
 
   return {
     /** The Node request listener. */
     callback: () => app.callback(),
-    endpoints,
+    endpoints: http.endpoints,
     /** The response to a request Node's parser refused, in the shape its path's interface uses. */
-    parserRejection: (err: NodeJS.ErrnoException & { rawPacket?: Buffer }) => parserRejection(errors, err),
+    parserRejection,
     identity,
     sessions,
     /** Decides who may connect to a session's stream (the broker asks). */

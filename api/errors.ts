@@ -1,53 +1,37 @@
 /**
- * @module The one error type of the session, deployment and identity interfaces, and the
- * catalogue of its codes (docs/http-api.md, errors). Handlers throw `ApiError`; the error middleware
- * renders `{error, message, status, details?}`. Anything else becomes a 500 whose message carries
- * only the request id, never internals.
+ * @module The one error type of the API. Handlers throw `ApiError` with a code of the catalogue
+ * (`shared/api/errors.ts`): a code of every interface (`not_found`), or one of the fleet
+ * interface's own (`GROUP_NOT_FOUND`); the error middleware writes it in the dialect of the path
+ * (api/http/error-body.ts). Anything else becomes a 500 whose message carries only the request id,
+ * never internals.
  */
+import { statusOf, type ErrorCode, type ErrorDetail, type FleetCode, type SessionHolder } from '../shared/api/errors';
 
-export const ERROR_CODES = {
-  bad_request: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  conflict: 409,
-  /** A stale `If-Match`: the resource changed since the caller read it. */
-  precondition_failed: 412,
-  request_timeout: 408,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  unprocessable_entity: 422,
-  invalid_spec: 422,
-  target_not_allowed: 422,
-  /** An `Idempotency-Key` sent again with another request. */
-  idempotency_key_reused: 422,
-  rate_limited: 429,
-  internal_error: 500,
-  /** A cluster's control node cannot reach its bus (NATS): nothing can reach the devices now. */
-  unavailable: 503,
-} as const;
+export type { ErrorDetail } from '../shared/api/errors';
 
-export type ErrorCode = keyof typeof ERROR_CODES;
-
-export interface ErrorDetail {
-  path: string;
-  message: string;
-  line?: number;
+/** What some errors add to their body besides code, message and details. */
+export interface ErrorExtras {
+  /** A 409 on opening a session: who holds the open one of that protocol (`holder`). */
+  holder?: SessionHolder | undefined;
 }
 
 export class ApiError extends Error {
   readonly status: number;
+  /** A 409 on opening a session: who holds the open one of that protocol. */
+  readonly holder: SessionHolder | undefined;
 
   constructor(
-    readonly code: ErrorCode,
+    readonly code: ErrorCode | FleetCode,
     message: string,
     readonly details?: ErrorDetail[],
     /** Extra response headers, e.g. `Retry-After`. */
     readonly headers?: Record<string, string>,
+    extras: ErrorExtras = {},
   ) {
     super(message);
     this.name = 'ApiError';
-    this.status = ERROR_CODES[code];
+    this.status = statusOf(code);
+    this.holder = extras.holder;
   }
 }
 

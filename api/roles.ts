@@ -1,10 +1,8 @@
-/** @module Roles, lowest first, and the checks that compare them (docs/http-api.md, tokens, roles and scopes). */
-import { z } from 'zod';
+/** @module The checks that compare roles, lowest first as `shared/api/identity.ts` lists them (docs/http-api.md, tokens, roles and scopes). */
+import { ROLES, type Role } from '../shared/api/identity';
 import type { SessionProtocol } from '../shared/control-channel';
 
-export const ROLES = ['developer', 'platform-engineer', 'administrator'] as const;
-export const roleSchema = z.enum(ROLES);
-export type Role = z.infer<typeof roleSchema>;
+export type { Role } from '../shared/api/identity';
 
 /** True when `role` is `minimum` or higher; a user with no role passes no check. */
 export function hasRole(role: Role | null, minimum: Role): boolean {

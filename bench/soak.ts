@@ -10,14 +10,14 @@
  * real login shells in real PTYs. Shell sessions are opened by ten platform engineers, so no user
  * meets the rate limit of 30 opens per minute; transfers by the administrator.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import { writeFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import * as tar from 'tar-stream';
-import { WebSocket } from 'ws';
 import { helper, type Helper } from './helpers';
-import { call, memoryDir, percentile, processStats, round, startServer, tempDir, type ServerProcess } from './lib';
+import { call, memoryDir, percentile, pooled, processStats, round, startServer, tempDir } from './lib';
+import { Tally } from './soak-client';
+import { echoUntil, prepareShell, type ReadyShell } from './soak-shells';
+import { transferWorker } from './soak-transfers';
 
 const MiB = 1024 * 1024;
 const quick = process.argv.includes('--quick');
@@ -26,260 +26,12 @@ const plan = quick
   ? { shells: 10, transfers: 2, seconds: 5, fileBytes: 4 * MiB, agentsPerHelper: 50 }
   : { shells: 200, transfers: 10, seconds: 60, fileBytes: 64 * MiB, agentsPerHelper: 50 };
 const USERS = 10;
-const ECHO_EVERY_MS = 100;
 /** Past the first quarter the server's memory must stay flat: this much growth at most. */
 const RSS_GROWTH_LIMIT_MIB = 64;
 
-interface Tally {
-  errors: string[];
-  echoes: number;
-  echoMicros: number[];
-  uploads: number;
-  downloads: number;
-  bytesMoved: number;
-  sessionsChecked: number;
-  countersWrong: number;
-}
-const tally: Tally = { errors: [], echoes: 0, echoMicros: [], uploads: 0, downloads: 0, bytesMoved: 0, sessionsChecked: 0, countersWrong: 0 };
-const fail = (what: string) => {
-  if (tally.errors.length < 50) tally.errors.push(what);
-  else tally.errors.length++;
-};
-
-/** A session's stream with payload byte counts both ways (what the broker must have counted). */
-class Client {
-  readonly ws: WebSocket;
-  sent = 0;
-  received = 0;
-  text = '';
-  readonly closed: Promise<{ code: number; reason: string }>;
-  onBinary?: (data: Buffer) => void;
-  onJson?: (msg: any) => void;
-
-  constructor(url: string) {
-    this.ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 16 * MiB });
-    this.closed = new Promise((r) => this.ws.once('close', (code, reason) => r({ code, reason: reason.toString() })));
-    this.ws.on('error', () => {});
-    this.ws.on('message', (data: Buffer, isBinary) => {
-      this.received += data.length;
-      if (isBinary) this.onBinary?.(data);
-      else this.onJson?.(JSON.parse(data.toString()));
-    });
-  }
-
-  opened(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.ws.once('open', () => resolve());
-      this.ws.once('close', (code) => reject(new Error(`closed ${code} before opening`)));
-    });
-  }
-
-  send(data: Buffer | object): Promise<void> {
-    const payload = Buffer.isBuffer(data) ? data : Buffer.from(JSON.stringify(data));
-    this.sent += payload.length;
-    return new Promise((resolve, reject) => this.ws.send(payload, { binary: Buffer.isBuffer(data) }, (err) => (err ? reject(err) : resolve())));
-  }
-}
-
-async function openSession(server: ServerProcess, token: string, deviceId: string, protocol: string) {
-  const r = await call(`${server.url}/v1/remote-access/sessions`, 'POST', token, { device_id: deviceId, protocol, ttl_seconds: 3600 });
-  if (r.status !== 201) throw new Error(`open ${protocol} on ${deviceId}: ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body.data as { session_id: string; websocket_url: string };
-}
-
-/** Closes the session and checks its record: closed, counters equal to what the client counted. */
-async function closeAndCheck(server: ServerProcess, token: string, sessionId: string, client: Client, what: string) {
-  const r = await call(`${server.url}/v1/remote-access/sessions/${sessionId}`, 'DELETE', token);
-  if (r.status !== 200) return fail(`${what}: close answered ${r.status}`);
-  const closed = await client.closed;
-  if (closed.code !== 4000) fail(`${what}: stream closed ${closed.code} ${closed.reason}, expected 4000`);
-  const s = (await call(`${server.url}/v1/remote-access/sessions/${sessionId}`, 'GET', token)).body.data;
-  tally.sessionsChecked++;
-  if (s.status !== 'closed' || s.bytes_to_device !== client.sent || s.bytes_from_device !== client.received) {
-    tally.countersWrong++;
-    fail(`${what}: record ${s.status} ${s.bytes_to_device}/${s.bytes_from_device}, client counted ${client.sent}/${client.received}`);
-  }
-}
-
-interface ReadyShell {
-  deviceId: string;
-  sessionId: string;
-  client: Client;
-  token: string;
-  awaitText(needle: string, timeoutMs: number, times?: number): Promise<void>;
-}
-
-/** Opens a shell session and runs `exec cat` in it; resolves once a line comes back through cat. */
-async function prepareShell(server: ServerProcess, token: string, deviceId: string): Promise<ReadyShell> {
-  const what = `shell on ${deviceId}`;
-  const session = await openSession(server, token, deviceId, 'shell');
-  const client = new Client(session.websocket_url);
-  client.onBinary = (d) => {
-    client.text += d.toString('latin1');
-    if (client.text.length > 64 * 1024) client.text = client.text.slice(-4096);
-  };
-  /** Waits until `needle` was seen `times` times (a typed line: the terminal's echo, then cat's). */
-  const awaitText = async (needle: string, timeoutMs: number, times = 1) => {
-    const deadline = performance.now() + timeoutMs;
-    while (client.text.split(needle).length - 1 < times) {
-      if (performance.now() > deadline) {
-        throw new Error(`${what}: no echo of ${JSON.stringify(needle)} within ${timeoutMs} ms; got ${JSON.stringify(client.text.slice(-160))}`);
-      }
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
-  await client.opened();
-  await client.send(Buffer.from('exec cat\n'));
-  await awaitText('exec cat', 60_000);
-  // A line typed before cat runs comes back once only (while the shell still held the terminal,
-  // nothing echoed it): wait for a line seen twice, the terminal's echo and cat's, typing a new
-  // one each time the last came back once, so the shell is known to be cat.
-  const deadline = performance.now() + 60_000;
-  for (let attempt = 0; ; attempt++) {
-    const line = `${deviceId}-ready-${attempt}`;
-    await client.send(Buffer.from(`${line}\n`));
-    try {
-      await awaitText(`${line}\r\n`, 2_000, 2);
-      break;
-    } catch (err) {
-      if (performance.now() > deadline) throw err;
-    }
-  }
-  return { deviceId, sessionId: session.session_id, client, token, awaitText };
-}
-
-/** A numbered line every 100 ms until `until`, each awaited back; then the session is checked. */
-async function echoUntil(server: ServerProcess, shell: ReadyShell, until: number): Promise<void> {
-  try {
-    for (let n = 0; Date.now() < until; n++) {
-      const line = `${shell.deviceId}-echo-${n}`;
-      const t0 = performance.now();
-      await shell.client.send(Buffer.from(`${line}\n`));
-      await shell.awaitText(`${line}\r\n`, 10_000, 2);
-      tally.echoMicros.push((performance.now() - t0) * 1000);
-      tally.echoes++;
-      await new Promise((r) => setTimeout(r, ECHO_EVERY_MS));
-    }
-  } catch (err) {
-    fail((err as Error).message);
-  }
-  await closeAndCheck(server, shell.token, shell.sessionId, shell.client, `shell on ${shell.deviceId}`);
-}
-
-/** Runs `fn` over `items`, at most `limit` at a time. */
-async function pooled<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<PromiseSettledResult<R>[]> {
-  const results: PromiseSettledResult<R>[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        results[i] = await fn(items[i]!, i).then(
-          (value) => ({ status: 'fulfilled', value }) as const,
-          (reason: unknown) => ({ status: 'rejected', reason }) as const,
-        );
-      }
-    }),
-  );
-  return results;
-}
-
-/** One file-transfer session: upload a file, download it, compare digests, until the time is up. */
-async function transferWorker(server: ServerProcess, token: string, deviceId: string, until: number): Promise<void> {
-  const what = `transfer on ${deviceId}`;
-  const session = await openSession(server, token, deviceId, 'file-transfer');
-  const client = new Client(session.websocket_url);
-  let waiting: { id: number; resolve: (m: any) => void; match: (m: any) => boolean } | undefined;
-  client.onJson = (m) => {
-    if (waiting && m.id === waiting.id && waiting.match(m)) {
-      const w = waiting;
-      waiting = undefined;
-      w.resolve(m);
-    }
-  };
-  const reply = (id: number, match: (m: any) => boolean = (m) => 'ok' in m) =>
-    new Promise<any>((resolve) => (waiting = { id, resolve, match }));
-  await client.opened();
-  const name = `soak-${deviceId}.bin`;
-  let id = 0;
-  try {
-    for (let round = 0; Date.now() < until; round++) {
-      // upload: a tar of one file, generated and hashed as it goes
-      const up = ++id;
-      let answer = reply(up);
-      await client.send({ id: up, op: 'upload', params: { path: '/' } });
-      if (!(await answer).ok) throw new Error(`${what}: upload refused`);
-      const sent = createHash('sha256');
-      const pack = tar.pack();
-      const packed = (async () => {
-        for await (const chunk of pack as AsyncIterable<Buffer>) {
-          await client.send(chunk);
-        }
-      })();
-      const entry = pack.entry({ name, size: plan.fileBytes, mode: 0o644 });
-      const block = randomBytes(MiB);
-      for (let done = 0; done < plan.fileBytes; done += MiB) {
-        block.writeUInt32BE(round, 0);
-        block.writeUInt32BE(done / MiB, 4);
-        sent.update(block);
-        if (!entry.write(Buffer.from(block))) await new Promise<void>((r) => entry.once('drain', () => r()));
-      }
-      (entry as unknown as NodeJS.WritableStream).end();
-      pack.finalize();
-      await packed;
-      answer = reply(up, (m) => 'ok' in m && m.result?.files !== undefined);
-      await client.send({ id: up, op: 'end' });
-      const committed = await answer;
-      if (!committed.ok || committed.result.bytes !== plan.fileBytes) throw new Error(`${what}: upload answered ${JSON.stringify(committed)}`);
-      tally.uploads++;
-      tally.bytesMoved += plan.fileBytes;
-
-      // download it back and compare
-      const down = ++id;
-      const received = createHash('sha256');
-      const extract = tar.extract();
-      let got = 0;
-      extract.on('entry', (_h, stream, next) => {
-        stream.on('data', (c) => {
-          got += (c as Buffer).length;
-          received.update(c as Buffer);
-        });
-        stream.on('end', () => next());
-      });
-      const extracted = new Promise<void>((r) => extract.on('finish', () => r()));
-      client.onBinary = (d) => {
-        if (!extract.write(d)) {
-          client.ws.pause();
-          extract.once('drain', () => client.ws.resume());
-        }
-      };
-      const started = reply(down);
-      const finished = new Promise<any>((resolve) => {
-        const previous = client.onJson!;
-        client.onJson = (m) => {
-          if (m.id === down && m.done) {
-            client.onJson = previous;
-            resolve(m);
-          } else previous(m);
-        };
-      });
-      await client.send({ id: down, op: 'download', params: { path: name } });
-      if (!(await started).ok) throw new Error(`${what}: download refused`);
-      await finished;
-      (extract as unknown as NodeJS.WritableStream).end();
-      await extracted;
-      client.onBinary = undefined;
-      if (got !== plan.fileBytes || received.digest('hex') !== sent.digest('hex')) throw new Error(`${what}: downloaded bytes differ`);
-      tally.downloads++;
-      tally.bytesMoved += plan.fileBytes;
-    }
-  } catch (err) {
-    fail((err as Error).message);
-  }
-  await closeAndCheck(server, token, session.session_id, client, what);
-}
-
 async function main(): Promise<void> {
+  const tally = new Tally();
+  const fail = (what: string) => tally.fail(what);
   const server = await startServer();
   const root = memoryDir('tether-soak-root-');
   const stateDir = tempDir('tether-soak-state-');
@@ -321,9 +73,9 @@ async function main(): Promise<void> {
     const started = Date.now();
     const until = started + plan.seconds * 1000;
     const work = [
-      ...shells.map((shell) => echoUntil(server, shell, until)),
+      ...shells.map((shell) => echoUntil(server, shell, until, tally)),
       // file-transfer needs an administrator
-      ...devices.slice(0, plan.transfers).map((d) => transferWorker(server, server.token, d.id, until)),
+      ...devices.slice(0, plan.transfers).map((d) => transferWorker(server, server.token, d.id, until, plan.fileBytes, tally)),
     ];
     const outcomes = await Promise.allSettled(work);
     for (const o of outcomes) if (o.status === 'rejected') fail(String(o.reason?.message ?? o.reason));

@@ -1,8 +1,8 @@
 /**
  * @module The agent control channel: authenticates agents at the upgrade, tracks presence with
- * generations, checks liveness with pings (every `heartbeatMs`; an agent silent for two
- * intervals is dropped), and carries control messages to agents. An agent that lets our writes
- * pile up unread (messages or pongs) is dropped, so none can make us queue without bound.
+ * generations, checks liveness with pings (./agent-heartbeats), and carries control messages to
+ * agents. An agent that lets our writes pile up unread (messages or pongs) is dropped, so none can
+ * make us queue without bound.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -12,11 +12,12 @@ import {
   AGENT_CLOSE,
   AGENT_HEADERS,
   agentToBrokerMessage,
-  parseMessage,
   type BrokerToAgentMessage,
 } from '../shared/control-channel';
+import { parseTextFrame } from '../shared/text-frame';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { formatTarget, MAX_PATTERNS, parsePattern } from '../shared/forward-targets';
+import { createAgentHeartbeats } from './agent-heartbeats';
 import { AgentRegistry, type AgentEntry } from './registry';
 import { acceptWebSocket } from './accept';
 import { checkedAgent, type AgentAuthenticator } from './credentials';
@@ -26,7 +27,6 @@ import { rejectUpgrade } from './reject';
 const CONTROL_MAX_PAYLOAD = 64 * 1024;
 /** An agent that lets this much control traffic pile up unread is dropped. */
 const CONTROL_MAX_BUFFERED = 1024 * 1024;
-const MISSED_HEARTBEATS = 2;
 
 export interface PresenceSink {
   /**
@@ -81,34 +81,8 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     autoPong: false,
     handleProtocols: (offered) => (offered.has(AGENT_SUBPROTOCOL) ? AGENT_SUBPROTOCOL : false),
   });
-  const seenSinceFlush = new Map<string, number>();
   const mono = () => performance.now();
-  let lastFlush = mono();
-
-  function sweep(): void {
-    const t = mono();
-    for (const entry of registry.entries()) {
-      if (t - entry.lastSeenAt > heartbeatMs * MISSED_HEARTBEATS) {
-        log.warn('agent missed heartbeats; dropping it', { device_id: entry.deviceId, silent_ms: t - entry.lastSeenAt });
-        entry.socket.terminate();
-      } else if (t - entry.lastPingAt >= heartbeatMs) {
-        entry.lastPingAt = t;
-        entry.socket.ping();
-      }
-    }
-    if (t - lastFlush >= heartbeatMs && seenSinceFlush.size > 0) {
-      lastFlush = t;
-      presence.seen(new Map(seenSinceFlush));
-      seenSinceFlush.clear();
-    }
-  }
-  // Check four times per interval, so silence is detected within 2.25 intervals (45 s at 20 s).
-  const sweeper = setInterval(sweep, Math.max(10, Math.floor(heartbeatMs / 4)));
-
-  function markSeen(entry: AgentEntry<WebSocket>): void {
-    entry.lastSeenAt = mono();
-    seenSinceFlush.set(entry.deviceId, now());
-  }
+  const heartbeats = createAgentHeartbeats({ registry, heartbeatMs, now, log, seen: (lastSeen) => presence.seen(lastSeen) });
 
   function onConnection(ws: WebSocket, deviceId: string, agentVersion: string | null, forwardAllow: string[] | null): void {
     const since = now();
@@ -121,13 +95,13 @@ export function createAgentChannel(deps: AgentChannelDeps) {
       replaced.socket.close(AGENT_CLOSE.replaced, 'replaced by a newer connection');
     }
 
-    ws.on('pong', () => markSeen(entry));
+    ws.on('pong', () => heartbeats.seen(entry));
     ws.on('ping', function onAgentPing(data) {
       if (ws.readyState === WebSocket.OPEN && !behind(entry)) ws.pong(data);
     });
     ws.on('message', function onAgentMessage(data, isBinary) {
-      markSeen(entry);
-      const msg = isBinary ? undefined : parseMessage(agentToBrokerMessage, data.toString());
+      heartbeats.seen(entry);
+      const msg = isBinary ? undefined : parseTextFrame(agentToBrokerMessage, data.toString());
       if (!msg) {
         alog.warn('agent sent an invalid control message; closing');
         ws.close(AGENT_CLOSE.protocolError, 'invalid control message');
@@ -137,7 +111,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
       else deps.onStreamRefused?.(deviceId, msg.stream_id, msg.message.slice(0, 100));
     });
     ws.on('close', function onAgentClose(code) {
-      seenSinceFlush.delete(deviceId);
+      heartbeats.forget(deviceId);
       if (registry.detach(entry)) {
         presence.offline(deviceId, now(), entry.generation);
         alog.info('agent disconnected', { code });
@@ -215,7 +189,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
 
     /** Closes every agent connection with 1001 and waits (at most `graceMs`) for them to go. */
     async close(graceMs = 2000): Promise<void> {
-      clearInterval(sweeper);
+      heartbeats.stop();
       const sockets = [...wss.clients];
       const closed = Promise.all(
         sockets.map((ws) => new Promise<void>((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve() : ws.once('close', () => resolve())))),
@@ -227,7 +201,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
       for (const ws of sockets) ws.terminate(); // the ones that did not answer the close in time
       await closed;
       await new Promise<void>((resolve) => wss.close(() => resolve()));
-      if (seenSinceFlush.size > 0) presence.seen(new Map(seenSinceFlush));
+      heartbeats.flush();
     },
   };
 }

@@ -56,3 +56,4 @@ export function createByteMeter({ log, recordBytes }: ByteMeterDeps) {
     },
   };
 }
+export type ByteMeter = ReturnType<typeof createByteMeter>;

@@ -8,17 +8,10 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
-import {
-  AGENT_CLOSE,
-  AGENT_CONNECT_PATH,
-  AGENT_STREAM_PATH,
-  agentCloseReason,
-  type BrokerToAgentMessage,
-  type CloseReason,
-  type SessionProtocol,
-} from '../shared/control-channel';
+import { AGENT_CLOSE, AGENT_CONNECT_PATH, AGENT_STREAM_PATH, agentCloseReason, type BrokerToAgentMessage } from '../shared/control-channel';
 import { STREAM_PATH, type StreamAccess } from '../shared/session-stream';
-import type { RecordingPort } from '../shared/recording';
+import type { StreamRecorder } from '../shared/recording';
+import { closeReasonOf, type ClosedSession, type OpenedSession, type Relay } from '../shared/relay';
 import { createAgentChannel, type PresenceSink } from './agents';
 import { guardRawSocket } from './accept';
 import { rejectUpgrade } from './reject';
@@ -43,7 +36,7 @@ export interface BrokerDeps {
   /** How long a client waits for the device to join (10 s, docs/session-streams.md; tests shorten it). */
   joinTimeoutMs?: number;
   /** Records streams as they pass (shell sessions); none: nothing is recorded. */
-  recordings?: RecordingPort | undefined;
+  recordings?: StreamRecorder | undefined;
   /** Browser origins besides the server's own that may open session streams. */
   allowedOrigins?: readonly string[] | undefined;
   /** The URL this node is reached at (TETHER_PUBLIC_URL, or derived from the listening address): its origin may open session streams. */
@@ -54,13 +47,6 @@ export interface BrokerDeps {
   onStreamRefusedElsewhere?(deviceId: string, streamId: string, message: string): void;
   /** Told when clients join and leave session streams here: the API closes sessions nobody uses (`idle`). */
   streamClients?: { attached(sessionId: string): void; detached(sessionId: string): void } | undefined;
-}
-
-export interface SessionNotice {
-  session_id: string;
-  device_id: string;
-  protocol: SessionProtocol;
-  expires_at: string;
 }
 
 export function createBroker(deps: BrokerDeps) {
@@ -98,7 +84,32 @@ export function createBroker(deps: BrokerDeps) {
   deps.metrics.gauge('tether_agents_online', 'Agents connected to the broker.', () => agents.registry.size);
   deps.metrics.gauge('tether_streams_open', 'Session streams with a client connected.', () => streams.size);
 
+  /** The relay's events (shared/relay.ts), acted on for the agents and streams here. */
+  const relay: Relay = {
+    sessionOpened(s: OpenedSession): void {
+      agents.sendTo(s.device_id, { type: 'session.opened', session_id: s.session_id, protocol: s.protocol, expires_at: s.expires_at });
+    },
+    /** Ends the session's stream (counts written at once) and tells the device to end its handler. */
+    sessionClosed(s: ClosedSession): void {
+      const reason = closeReasonOf(s);
+      streams.endSession(s.session_id, reason);
+      agents.sendTo(s.device_id, { type: 'session.close', session_id: s.session_id, reason: agentCloseReason(reason) });
+    },
+    deviceDeleted(deviceId: string): void {
+      agents.disconnect(deviceId, AGENT_CLOSE.deviceDeleted, 'device deleted');
+    },
+    /** The agent still on the old token answers 401 from now on. */
+    agentTokenRotated(deviceId: string): void {
+      agents.disconnect(deviceId, AGENT_CLOSE.tokenRotated, 'agent token rotated');
+    },
+    tokenRevoked(tokenId: string): void {
+      streams.endToken(tokenId);
+    },
+  };
+
   return {
+    ...relay,
+
     /** Takes an HTTP upgrade request; anything that is not a broker path gets 404. */
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       guardRawSocket(socket, log);
@@ -128,32 +139,6 @@ export function createBroker(deps: BrokerDeps) {
 
     /** Disconnects every agent (a node cut from its cluster lets them move to another node). */
     disconnectAgents: (code: number, reason: string): void => agents.disconnectAll(code, reason),
-
-    /** Tells the device a session was opened for it. */
-    sessionOpened(s: SessionNotice): void {
-      agents.sendTo(s.device_id, { type: 'session.opened', session_id: s.session_id, protocol: s.protocol, expires_at: s.expires_at });
-    },
-
-    /** Ends the session's stream (counts written at once) and tells the device to end its handler. */
-    sessionClosed(s: { session_id: string; device_id: string }, reason: CloseReason): void {
-      streams.endSession(s.session_id, reason);
-      agents.sendTo(s.device_id, { type: 'session.close', session_id: s.session_id, reason: agentCloseReason(reason) });
-    },
-
-    /** Disconnects the agent of a deleted device. */
-    deviceDeleted(deviceId: string): void {
-      agents.disconnect(deviceId, AGENT_CLOSE.deviceDeleted, 'device deleted');
-    },
-
-    /** Disconnects the agent of a device whose token was replaced (it answers 401 from now on). */
-    agentTokenRotated(deviceId: string): void {
-      agents.disconnect(deviceId, AGENT_CLOSE.tokenRotated, 'agent token rotated');
-    },
-
-    /** Closes the streams a revoked token admitted. */
-    tokenRevoked(tokenId: string): void {
-      streams.endToken(tokenId);
-    },
 
     /** Closes every stream and agent connection (1001) and stops the timers. */
     async close(): Promise<void> {

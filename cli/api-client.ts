@@ -3,6 +3,7 @@
  * given and tries again (saying so); on 500 it shows the request id; every other error becomes a
  * CliError carrying the API's error code and message (docs/http-api.md, errors), in either
  * dialect: the API's `{error, message}` or the fleet interface's `{status: "error", error: {code, message}}`.
+ * What the API answers is typed from `shared/api/` (types only: none of it is in the bundle).
  *
  * On `node:http` rather than `fetch`: the first `fetch` of a process loads undici, about 20 ms
  * of every command's start-up (BENCHMARKS.md, command start-up).
@@ -10,24 +11,15 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import * as z from 'zod/mini';
-import { sessionHolderSchema, type SessionHolder } from '../shared/session-holder';
-import type { Problem } from '../shared/zod-issues';
+import type { ErrorBody, ErrorCode, FleetCode } from '../shared/api/errors';
+import { sessionHolderSchema } from '../shared/session-holder';
 import { CliError } from './errors';
 
-/** A problem the API found in a request; `line` for one in a YAML body (a service spec). */
-export interface ApiProblem extends Problem {
-  line?: number;
-}
+/** A code the API answers with, in either dialect; `unknown` when an answer holds none. */
+export type ApiErrorCode = ErrorCode | FleetCode | 'unknown';
 
-/** The API's error body: `{error, message, status, details?, holder?}`. */
-export interface ApiErrorBody {
-  error: string;
-  message: string;
-  status: number;
-  details?: ApiProblem[];
-  /** A 409 on opening a session: who holds the open one of that protocol. */
-  holder?: SessionHolder;
-}
+/** The API's error body, `{error, message, status, details?, holder?}`, a fleet error's code in `error`. */
+export type ApiErrorBody = Omit<ErrorBody, 'error'> & { error: ApiErrorCode };
 
 const problemsSchema = z.optional(z.array(z.object({ path: z.string(), message: z.string(), line: z.optional(z.number()) })));
 const errorBodySchema = z.object({ error: z.string(), message: z.string(), details: problemsSchema, holder: z.optional(sessionHolderSchema) });
@@ -42,6 +34,8 @@ const fleetErrorSchema = z.object({
  * `error`, `body.message` the server's words, `message` those words with the client's advice.
  */
 export class ApiFailure extends CliError {
+  declare readonly code: ApiErrorCode;
+
   constructor(
     readonly status: number,
     readonly body: ApiErrorBody,
@@ -81,16 +75,16 @@ export interface ApiClientOptions {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * The error body of a failed answer, or one made up from its status when it has none. A fleet
- * error's message ends with its code (`GROUP_NOT_FOUND`), which its documentation is indexed by.
+ * The error body of a failed answer, in one shape for both dialects, or one made up from its
+ * status when it has none. Its code is the server's word, taken as one of the catalogue's.
  */
 function errorBodyOf(parsed: unknown, status: number): ApiErrorBody {
   const body = errorBodySchema.safeParse(parsed);
-  if (body.success) return { ...body.data, status };
+  if (body.success) return { ...body.data, error: body.data.error as ApiErrorCode, status };
   const fleet = fleetErrorSchema.safeParse(parsed);
   if (fleet.success) {
     const { code, message, details } = fleet.data.error;
-    return { error: code, message: `${message} (${code})`, status, ...(details ? { details } : {}) };
+    return { error: code as ApiErrorCode, message, status, ...(details ? { details } : {}) };
   }
   return { error: 'unknown', message: `HTTP ${status}`, status };
 }

@@ -1,7 +1,8 @@
 /**
  * @module A session stream's close code and reason in plain words for the person at the
- * terminal. The codes and reason texts are the shared ones (docs/session-streams.md, close codes);
- * a reason this client does not know still gets the words of its code.
+ * terminal. The codes and reason texts are the shared ones (docs/session-streams.md, close codes),
+ * read as data: a code and reason the server sends has words of its own; a reason this client does
+ * not know gets the words of its code.
  */
 import {
   DEVICE_JOIN_TIMEOUT_MS,
@@ -22,51 +23,36 @@ const END_WORDS: Readonly<Record<StreamEndReason, string>> = {
   agent_stopping: "the device's agent stopped",
 };
 
-/** The end reason whose close code and text these are, if any. */
-function endReasonOf(code: number, reason: string): StreamEndReason | undefined {
-  const reasons = Object.keys(STREAM_END) as StreamEndReason[];
-  return reasons.find((r) => STREAM_END[r].code === code && STREAM_END[r].text === reason);
-}
+/** Every close the server sends with a reason of its own: its code, its reason, and its words. */
+const KNOWN: ReadonlyArray<{ code: number; text: string; words: string; end?: StreamEndReason }> = [
+  ...(Object.keys(STREAM_END) as StreamEndReason[]).map((end) => ({ ...STREAM_END[end], words: END_WORDS[end], end })),
+  ...Object.values(TOKEN_END_TEXT).map((text) => ({ code: STREAM_CLOSE.noCredentials, text, words: `your ${text}; log in again (tether login)` })),
+];
 
-/** The words for a close code whatever its reason. */
-function explainCode(code: number, reason: string): string {
-  switch (code) {
-    case STREAM_CLOSE.sessionClosed:
-      // A reason the server adds after the prefix says why ("session closed: …").
-      return reason.startsWith(`${STREAM_END.closed.text}: `) ? `the ${reason}` : END_WORDS.closed;
-    case STREAM_CLOSE.sessionExpired:
-      return END_WORDS.expired;
-    case STREAM_CLOSE.unknownSession:
-      return 'the server does not know this session or refused its ticket';
-    case STREAM_CLOSE.busy:
-      return 'another client is connected to this session';
-    case STREAM_CLOSE.protocolViolation:
-      return `the other end broke the session's protocol${reason ? ` (${reason})` : ''}`;
-    case STREAM_CLOSE.noCredentials:
-      return reason === TOKEN_END_TEXT.expired || reason === TOKEN_END_TEXT.revoked
-        ? `your ${reason}; log in again (tether login)`
-        : 'the server wants a ticket or a token for this stream';
-    case STREAM_CLOSE.deviceTimeout:
-      return `the device did not answer within ${DEVICE_JOIN_TIMEOUT_MS / 1000} s`;
-    case STREAM_CLOSE.serverShutdown:
-      return END_WORDS.server_shutdown;
-    case 1006:
-      return 'the connection was cut: the server, or the device behind it, went away in the middle of a message';
-    default:
-      return reason || `the connection closed (code ${code})`;
-  }
-}
+/** The words of each close code whatever its reason. */
+const CODE_WORDS: Readonly<Record<number, (reason: string) => string>> = {
+  [STREAM_CLOSE.sessionClosed]: () => END_WORDS.closed,
+  [STREAM_CLOSE.sessionExpired]: () => END_WORDS.expired,
+  [STREAM_CLOSE.unknownSession]: () => 'the server does not know this session or refused its ticket',
+  [STREAM_CLOSE.busy]: () => 'another client is connected to this session',
+  [STREAM_CLOSE.protocolViolation]: (reason) => `the other end broke the session's protocol${reason ? ` (${reason})` : ''}`,
+  [STREAM_CLOSE.noCredentials]: () => 'the server wants a ticket or a token for this stream',
+  [STREAM_CLOSE.deviceTimeout]: () => `the device did not answer within ${DEVICE_JOIN_TIMEOUT_MS / 1000} s`,
+  [STREAM_CLOSE.serverShutdown]: () => END_WORDS.server_shutdown,
+  1006: () => 'the connection was cut: the server, or the device behind it, went away in the middle of a message',
+};
+
+const knownClose = (code: number, reason: string) => KNOWN.find((k) => k.code === code && k.text === reason);
 
 /**
  * Whether the stream closed because the server is shutting down: the server closed every open
  * session as it stopped, so there is nothing left for the client to close (and no server to ask).
  */
 export function serverShutDown(code: number, reason: string): boolean {
-  return code === STREAM_CLOSE.serverShutdown && endReasonOf(code, reason) !== 'agent_stopping';
+  return code === STREAM_CLOSE.serverShutdown && knownClose(code, reason)?.end !== 'agent_stopping';
 }
 
 /** What a stream's close code and reason mean to a person. */
 export function explainClose(code: number, reason: string): string {
-  const end = endReasonOf(code, reason);
-  return end ? END_WORDS[end] : explainCode(code, reason);
+  return knownClose(code, reason)?.words ?? CODE_WORDS[code]?.(reason) ?? (reason || `the connection closed (code ${code})`);
 }

@@ -22,15 +22,16 @@ const envOption = () => new Option('--env <env>', 'the environment').choices(ENV
 const tenantOption = () => new Option('--tenant <tenant>', "the tenant (default: the token's only tenant)");
 
 /**
- * An action whose API failures end with their code, `(not_found)`: the code is what scripts and
- * the docs go by (docs/http-api.md, errors). A failure that names its code already is left as it is.
+ * An action whose API failures end with their code, `(not_found)`, `(GROUP_NOT_FOUND)`: the code
+ * is what scripts and the docs go by (docs/http-api.md, errors). The client's own failures say
+ * what they need to in their words.
  */
 function withCode<A extends unknown[]>(action: (...args: A) => Promise<void>) {
   return async function actionWithCode(...args: A): Promise<void> {
     try {
       await action(...args);
     } catch (err) {
-      if (!(err instanceof ApiFailure) || err.code === 'unknown' || err.message.includes(`(${err.code})`)) throw err;
+      if (!(err instanceof ApiFailure) || err.code === 'unknown') throw err;
       // `invalid request (bad_request):` above the lines of its problems.
       const [first = '', ...rest] = err.message.split('\n');
       const said = first.endsWith(':') ? `${first.slice(0, -1)} (${err.code}):` : `${first} (${err.code})`;

@@ -4,32 +4,14 @@
  * one `--replace` closes first; someone else's is named with when it was opened. A 422 is explained
  * (and `--wait-online` waits for the agent).
  */
+import type { AgentStatusView } from '../shared/api/devices';
+import type { Me } from '../shared/api/identity';
+import type { SessionHolder } from '../shared/api/errors';
+import type { OpenSessionBody, Session } from '../shared/api/sessions';
 import type { SessionProtocol } from '../shared/control-channel';
-import type { SessionHolder } from '../shared/session-holder';
 import { ApiFailure, type ApiClient } from './api-client';
 import { CliError } from './errors';
 import { openStream, type ClientStream } from './stream';
-
-export interface Session {
-  session_id: string;
-  device_id: string;
-  protocol: SessionProtocol;
-  status: 'open' | 'closed';
-  ttl_seconds: number;
-  opened_by: string;
-  opened_at: string;
-  expires_at: string;
-  closed_at: string | null;
-  close_reason: string | null;
-  websocket_url?: string;
-  bytes_to_device: number;
-  bytes_from_device: number;
-  trace_id: string;
-  /** A port-forward session's targets. */
-  targets?: string[];
-  /** Where its recording stands (shell sessions), or null. */
-  recording?: { bytes: number; sha256: string; duration_s: number; truncated: boolean; stored_bytes: number; input: boolean; in_progress: boolean } | null;
-}
 
 export interface OpenOptions {
   device: string;
@@ -52,12 +34,12 @@ async function openSessionsOf(api: ApiClient, device: string, protocol: SessionP
 }
 
 /** Who the token belongs to; undefined when that cannot be known (then no session is taken for yours). */
-async function whoAmI(api: ApiClient): Promise<{ username: string; role: string | null } | undefined> {
-  return api.request<{ username: string; role: string | null }>('GET', '/v1/me').catch(() => undefined);
+async function whoAmI(api: ApiClient): Promise<Me | undefined> {
+  return api.request<Me>('GET', '/v1/me').catch(() => undefined);
 }
 
 /** The error for a session of someone else's in the way: who, since when, and what can end it. */
-async function heldByOther(api: ApiClient, o: OpenOptions, holder: SessionHolder, me: { role: string | null } | undefined, code: string): Promise<CliError> {
+async function heldByOther(api: ApiClient, o: OpenOptions, holder: SessionHolder, me: Me | undefined, code: string): Promise<CliError> {
   // An administrator sees the session and may close it; nobody else learns more than the holder.
   const theirs = me?.role === 'administrator' ? await openSessionsOf(api, o.device, o.protocol).catch(() => []) : [];
   const close = theirs[0] ? `\nAs an administrator you may close it: tether session close ${theirs[0].session_id}` : '';
@@ -74,7 +56,7 @@ async function waitOnline(api: ApiClient, device: string, timeoutS: number, noti
   notice(`waiting up to ${timeoutS} s for the agent of ${device} to come online…`);
   const deadline = Date.now() + timeoutS * 1000;
   while (Date.now() < deadline) {
-    const status = await api.request<{ agent_status: string }>('GET', `/v1/devices/${encodeURIComponent(device)}/agent-status`);
+    const status = await api.request<AgentStatusView>('GET', `/v1/devices/${encodeURIComponent(device)}/agent-status`);
     if (status.agent_status === 'online') return;
     await sleep(1000);
   }
@@ -82,7 +64,7 @@ async function waitOnline(api: ApiClient, device: string, timeoutS: number, noti
 }
 
 export async function openSession(api: ApiClient, o: OpenOptions): Promise<Session> {
-  const body = {
+  const body: OpenSessionBody = {
     device_id: o.device,
     protocol: o.protocol,
     ...(o.ttl === undefined ? {} : { ttl_seconds: o.ttl }),

@@ -5,7 +5,7 @@
  * shell's exit listeners. Text frames are parsed with the shared schemas; others are dropped.
  */
 import type * as z from 'zod/mini';
-import { parseMessage } from '../shared/control-channel';
+import { parseTextFrame as parseMessage } from '../shared/text-frame';
 import {
   deviceFrame,
   frames,
@@ -16,7 +16,7 @@ import {
   type ShellExit,
   type ShellResize,
 } from '../shared/session-stream';
-import { connectStreamSocket, type StreamSocket } from '../shared/ws-client';
+import { connectWsClient as connectStreamSocket, type WsClient as StreamSocket } from '../shared/ws-client';
 import { CliError } from './errors';
 import { explainClose } from './explain-close';
 import { createMailbox, type Mailbox } from './mailbox';

@@ -6,7 +6,7 @@
 import { lstat, opendir, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import type { StreamSocket } from '../shared/ws-client';
+import type { WsClient as StreamSocket } from '../shared/ws-client';
 import { downloadStart, uploadDone, uploadReady, type UploadDone } from '../shared/session-stream';
 import { createExtraction, type ExtractResult } from '../shared/tar-extract';
 import { packTree, type PackResult } from '../shared/tar-pack';

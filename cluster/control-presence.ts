@@ -1,62 +1,26 @@
 /**
  * @module The control node's picture of where agents are (docs/cluster.md, presence): which node
  * holds each agent, by connection generation (a later connection wins, and an end counts only for
- * the connection it ends), written to the database in batches; the nodes alive, one run per node
- * name; and the sweep that lets go the agents of nodes that stopped answering.
+ * the connection it ends), written to the database in batches (./presence-writes); the nodes
+ * alive, one run per node name (./control-nodes); and the sweep that lets go the agents of nodes
+ * that stopped answering.
  *
  * A node speaks only for itself: what it reports is taken for the runs of its own name (the
  * subject says the name), an agent it reports online must come with the node's proof that it saw
  * the device's token, and it may report last-seen times only of agents it holds. So no node can
  * pin a device to itself, or make the control node keep agents that do not exist.
  */
-import {
-  CONTROL_VERBS,
-  isRunOf,
-  nodeHeartbeat,
-  presenceMessage,
-  seenMessage,
-  type AgentOffline,
-  type AgentOnline,
-} from '../shared/cluster';
+import { CONTROL_VERBS, nodeHeartbeat, presenceMessage, seenMessage, type AgentOffline, type AgentOnline } from '../shared/cluster';
 import { nodeAgentProof, proofMatches } from '../shared/agent-proofs';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Bus } from './bus';
-import { HolderTable, type PresenceOutcome } from './holders';
-import { deadlineOf } from './ports';
+import { createNodeTable } from './control-nodes';
+import { deadlineOf } from './heartbeats';
+import { HolderTable } from './holders';
+import { createPresenceWrites, type AgentInfo, type PresenceApi } from './presence-writes';
 
-/** A presence change as the API records it. */
-export type PresenceWrite =
-  | { kind: 'online'; deviceId: string; agentVersion: string | null; forwardAllow: readonly string[] | null; at: string }
-  | { kind: 'offline'; deviceId: string; at: string };
-
-export interface PresenceApi {
-  apply(changes: readonly PresenceWrite[]): void;
-  onlineIds(): string[];
-  seen(lastSeen: Map<string, number>): void;
-}
-
-/** What a node said about an agent, written to its device when its connection is the current one. */
-interface AgentInfo {
-  agentVersion: string | null;
-  forwardAllow: string[] | null;
-}
-
-/** A node the control node hears from: its current run, where it is reached, when it was last heard. */
-interface NodeState {
-  run: string;
-  url: string | undefined;
-  lastHeard: number;
-  agents: number;
-  /** Heartbeats in a row whose digest differed from the connections held for the run. */
-  mismatches: number;
-  /** A presence snapshot being received (one at a time per node). */
-  snapshot?: { id: string; devices: Set<string> };
-}
-
-const PRESENCE_FLUSH_MS = 50;
-/** Node names the control node keeps at once (with credentials, one per credentials file). */
-const MAX_NODES = 1_000;
+export type { PresenceApi, PresenceWrite } from './presence-writes';
 
 export interface ControlPresenceDeps {
   bus: Bus;
@@ -78,98 +42,43 @@ export function createControlPresence(deps: ControlPresenceDeps) {
   const mono = () => performance.now();
   const deadline = deadlineOf(deps.heartbeatMs);
   const holders = new HolderTable<AgentInfo>();
-  const nodes = new Map<string, NodeState>();
-  let writes = new Map<string, PresenceWrite>();
-  let writeTimer: NodeJS.Timeout | undefined;
+  const writes = createPresenceWrites(api, log, deps.metrics);
   /** When presence left over from before this start is checked (once the edges had a deadline to resend theirs). */
   let startupSweepAt: number | undefined;
 
-  const presenceWrites = deps.metrics.counter('tether_cluster_presence_writes_total', 'Agent presence changes the control node wrote, by kind.');
-  const onlineWrites = presenceWrites.series({ kind: 'online' });
-  const offlineWrites = presenceWrites.series({ kind: 'offline' });
   const resyncs = deps.metrics.counter('tether_cluster_resyncs_total', 'Nodes asked to resend their presence because it differed from what they had reported.');
   const nodesLost = deps.metrics.counter('tether_cluster_nodes_lost_total', 'Nodes the control node declared gone (silent past the deadline).');
   const refused = deps.metrics.counter('tether_cluster_refused_total', 'Messages from nodes the control node refused: not about what the node holds, or without proof.');
+  const nodes = createNodeTable({
+    log,
+    refused,
+    onRunReplaced(name, run, by) {
+      const gone = dropAgentsOf(run);
+      deps.onNodeGone(name);
+      log.info('a node started again; its earlier run is gone', { node: name, node_id: by, offline: gone });
+    },
+  });
   deps.metrics.gauge('tether_cluster_nodes', 'Broker nodes in the cluster, this one included.', () => nodes.size + 1);
   deps.metrics.gauge('tether_cluster_agents', 'Agents online across the cluster, as the control node knows them.', () => holders.size);
 
-  const iso = (ms: number) => new Date(ms).toISOString();
-
-  function flushWrites(): void {
-    clearTimeout(writeTimer);
-    writeTimer = undefined;
-    if (writes.size === 0) return;
-    const batch = [...writes.values()];
-    writes = new Map();
-    try {
-      api.apply(batch);
-      for (const w of batch) (w.kind === 'online' ? onlineWrites : offlineWrites).inc();
-    } catch (err) {
-      log.error('could not write agent presence', { err: (err as Error).message, changes: batch.length });
-    }
-  }
-
-  function write(change: PresenceWrite): void {
-    writes.set(change.deviceId, change); // the latest state of a device is what counts
-    writeTimer ??= setTimeout(flushWrites, PRESENCE_FLUSH_MS);
-  }
-
-  /** Writes what a change of a device's connections amounts to: online through its latest one, or offline. */
-  function record(deviceId: string, outcome: PresenceOutcome<AgentInfo>, at: number): void {
-    if (outcome.kind === 'offline') write({ kind: 'offline', deviceId, at: iso(at) });
-    else if (outcome.kind === 'online') {
-      const { info, since } = outcome.current;
-      write({ kind: 'online', deviceId, agentVersion: info!.agentVersion, forwardAllow: info!.forwardAllow, at: iso(since) });
-    }
-  }
-
   function online(run: string, a: Omit<AgentOnline, 'proof'>): void {
     const info = { agentVersion: a.agent_version, forwardAllow: a.forward_allow };
-    record(a.device_id, holders.online(a.device_id, { node: run, generation: a.generation, since: a.since, info }), a.since);
+    writes.record(a.device_id, holders.online(a.device_id, { node: run, generation: a.generation, since: a.since, info }), a.since);
   }
 
   function offline(run: string, a: AgentOffline): void {
-    record(a.device_id, holders.offline(a.device_id, { node: run, generation: a.generation }), a.at);
+    writes.record(a.device_id, holders.offline(a.device_id, { node: run, generation: a.generation }), a.at);
   }
 
   /** Agents of `run` that are not in `still` go offline, unless held elsewhere (a snapshot's end, or the run's end). */
   function dropAgentsOf(run: string, still?: ReadonlySet<string>): number {
-    const outcomes = holders.dropNode(run, still);
     const at = deps.now();
     let gone = 0;
-    for (const [deviceId, outcome] of outcomes) {
-      record(deviceId, outcome, at);
+    for (const [deviceId, outcome] of holders.dropNode(run, still)) {
+      writes.record(deviceId, outcome, at);
       if (outcome.kind === 'offline') gone++;
     }
     return gone;
-  }
-
-  /**
-   * The state of node `name` as of a message from its run `run`; undefined when the message must be
-   * dropped (a run that is not the node's, or too many nodes). A new run replaces the old one,
-   * whose agents go (those that did not come back elsewhere).
-   */
-  function nodeFor(name: string, run: string): NodeState | undefined {
-    if (!isRunOf(name, run)) {
-      refused.inc();
-      log.warn('dropped a message from a node that named another node', { node: name, node_id: run.slice(0, 64) });
-      return undefined;
-    }
-    let node = nodes.get(name);
-    if (node?.run === run) return node;
-    if (!node && nodes.size >= MAX_NODES) {
-      refused.inc();
-      log.warn('too many nodes; dropped a message from one more', { node: name, max: MAX_NODES });
-      return undefined;
-    }
-    if (node) {
-      const gone = dropAgentsOf(node.run);
-      deps.onNodeGone(name);
-      log.info('a node started again; its earlier run is gone', { node: name, node_id: run, offline: gone });
-    }
-    node = { run, url: undefined, lastHeard: mono(), agents: 0, mismatches: 0 };
-    nodes.set(name, node);
-    return node;
   }
 
   /** The agents of a report that come with the node's proof; the rest are dropped (and counted). */
@@ -187,8 +96,8 @@ export function createControlPresence(deps: ControlPresenceDeps) {
 
   function listen(): void {
     bus.onNode(CONTROL_VERBS.node, nodeHeartbeat, ({ node: name, body, reply }) => {
-      const known = nodes.get(name)?.run === body.node_id;
-      const node = nodeFor(name, body.node_id);
+      const known = nodes.runOf(name) === body.node_id;
+      const node = nodes.nodeFor(name, body.node_id);
       if (!node) return;
       // A digest that differs on two heartbeats in a row is no report in flight: some were lost.
       const mismatches = body.digest !== undefined && body.digest !== holders.digest(node.run) ? node.mismatches + 1 : 0;
@@ -198,12 +107,12 @@ export function createControlPresence(deps: ControlPresenceDeps) {
       Object.assign(node, { url: body.url, lastHeard: mono(), agents: body.agents, mismatches: lost ? 0 : mismatches });
       if (lost) {
         resyncs.inc();
-        log.warn('a node\'s presence differs from what it reported; asking it to resend', { node: name, agents: body.agents });
+        log.warn("a node's presence differs from what it reported; asking it to resend", { node: name, agents: body.agents });
       }
       reply({ control_id: deps.run, resync });
     });
     bus.onNode(CONTROL_VERBS.presence, presenceMessage, ({ node: name, body }) => {
-      const node = nodeFor(name, body.node_id);
+      const node = nodes.nodeFor(name, body.node_id);
       if (!node) return;
       node.lastHeard = mono();
       for (const a of proven(name, body.online)) online(node.run, a);
@@ -221,7 +130,7 @@ export function createControlPresence(deps: ControlPresenceDeps) {
       }
     });
     bus.onNode(CONTROL_VERBS.seen, seenMessage, ({ node: name, body }) => {
-      const run = nodes.get(name)?.run;
+      const run = nodes.runOf(name);
       if (run === undefined || body.node_id !== run) return;
       api.seen(new Map(body.seen.filter(([deviceId]) => holders.heldBy(deviceId, run))));
     });
@@ -229,21 +138,18 @@ export function createControlPresence(deps: ControlPresenceDeps) {
 
   function sweep(): void {
     if (!bus.up()) return; // silence is the bus's, not the nodes'
-    const t = mono();
-    for (const [name, n] of nodes) {
-      if (t - n.lastHeard <= deadline) continue;
-      nodes.delete(name);
+    for (const [name, n] of nodes.takeSilent(deadline)) {
       nodesLost.inc();
       const dropped = dropAgentsOf(n.run);
       deps.onNodeGone(name);
       log.warn('a broker node stopped answering; its agents that did not come back elsewhere are offline', { node: name, url: n.url, offline: dropped });
     }
-    if (startupSweepAt !== undefined && t >= startupSweepAt) {
+    if (startupSweepAt !== undefined && mono() >= startupSweepAt) {
       startupSweepAt = undefined;
       let stale = 0;
       for (const deviceId of api.onlineIds()) {
-        if (holders.holder(deviceId) || writes.get(deviceId)?.kind === 'online') continue;
-        write({ kind: 'offline', deviceId, at: iso(deps.now()) });
+        if (holders.holder(deviceId) || writes.onlinePending(deviceId)) continue;
+        writes.offline(deviceId, deps.now());
         stale++;
       }
       if (stale > 0) log.info('agents online before this start did not come back within the deadline; offline now', { offline: stale });
@@ -254,11 +160,10 @@ export function createControlPresence(deps: ControlPresenceDeps) {
     listen,
     sweep,
     holders,
-    /** The public URL of the node `name` (from its heartbeats), when it is alive. */
-    urlOf: (name: string): string | undefined => nodes.get(name)?.url,
+    urlOf: nodes.urlOf,
     /** Whether node `name`'s current run holds the device's agent. */
     holds: (name: string, deviceId: string): boolean => {
-      const run = nodes.get(name)?.run;
+      const run = nodes.runOf(name);
       return run !== undefined && holders.heldBy(deviceId, run);
     },
     /** The local broker's presence: held by this node, written like any other node's. */
@@ -273,11 +178,10 @@ export function createControlPresence(deps: ControlPresenceDeps) {
     },
     /** The bus came up: nodes could not speak meanwhile; the first time, presence from before this start is checked after the deadline. */
     busUp(first: boolean): void {
-      const t = mono();
-      for (const n of nodes.values()) n.lastHeard = t;
-      if (first) startupSweepAt = t + deadline;
+      nodes.heardAll();
+      if (first) startupSweepAt = mono() + deadline;
     },
-    flush: flushWrites,
+    flush: writes.flush,
   };
 }
 export type ControlPresence = ReturnType<typeof createControlPresence>;

@@ -24,7 +24,7 @@ import type { Logger } from '../shared/log';
 import type { StreamAccess, StreamGrant } from '../shared/session-stream';
 import type { Bus } from './bus';
 import type { ControlPresence } from './control-presence';
-import type { LocalBroker } from './ports';
+import type { LocalBroker } from './local-broker';
 
 type StreamOpen = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
 

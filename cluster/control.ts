@@ -7,14 +7,16 @@
  * permissions prove; nothing a node says about another node is taken.
  */
 import { BROADCAST_SUBJECT, type BroadcastMessage } from '../shared/cluster';
-import type { BrokerToAgentMessage, CloseReason, SessionProtocol } from '../shared/control-channel';
+import type { BrokerToAgentMessage } from '../shared/control-channel';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
-import type { RecordingPort } from '../shared/recording';
+import type { StreamRecorder } from '../shared/recording';
 import type { Bus } from './bus';
 import { createControlPresence, type PresenceApi } from './control-presence';
 import { createControlStreams, type StreamsApi } from './control-streams';
-import { nodeHeartbeatOf, type LocalBroker } from './ports';
+import { broadcastingRelay } from './broadcasts';
+import { nodeHeartbeatOf } from './heartbeats';
+import type { LocalBroker } from './local-broker';
 import { receiveRecordings } from './recording-link';
 
 export type { PresenceWrite } from './control-presence';
@@ -22,7 +24,7 @@ export type { PresenceWrite } from './control-presence';
 /** What the control node needs from the API. */
 export interface ControlApi extends StreamsApi {
   presence: PresenceApi;
-  recordings: RecordingPort;
+  recordings: StreamRecorder;
 }
 
 export interface ControlDeps {
@@ -93,32 +95,13 @@ export function createControl(deps: ControlDeps) {
       broadcast({ type: 'stream.refused', device_id: deviceId, stream_id: streamId, message });
     },
 
-    /** What the API tells the relay, for every node. */
-    relay: {
-      sessionOpened(s: { session_id: string; device_id: string; protocol: SessionProtocol; expires_at: string }): void {
-        broker?.sessionOpened(s);
-        broadcast({ type: 'session.opened', session_id: s.session_id, device_id: s.device_id, protocol: s.protocol, expires_at: s.expires_at });
-      },
-      sessionClosed(s: { session_id: string; device_id: string }, reason: CloseReason): void {
-        broker?.sessionClosed(s, reason);
-        broadcast({ type: 'session.closed', session_id: s.session_id, device_id: s.device_id, reason });
-        streams.sessionClosed(s.session_id);
-      },
-      deviceDeleted(deviceId: string): void {
-        broker?.deviceDeleted(deviceId);
-        broadcast({ type: 'device.deleted', device_id: deviceId });
-      },
-      agentTokenRotated(deviceId: string): void {
-        broker?.agentTokenRotated(deviceId);
-        broadcast({ type: 'device.token_rotated', device_id: deviceId });
-      },
-      tokenRevoked(tokenId: string): void {
-        broker?.tokenRevoked(tokenId);
-        broadcast({ type: 'token.revoked', token_id: tokenId });
-      },
-      /** Sessions can be opened only while the bus is up. */
+    /** What the API tells the relay (shared/relay.ts), for every node; sessions can be opened only while the bus is up. */
+    relay: broadcastingRelay({
+      broker: () => broker,
+      broadcast,
       available: () => bus.up(),
-    },
+      sessionClosed: (sessionId) => streams.sessionClosed(sessionId),
+    }),
 
     /** The bus came up (first time, or back after an outage): every node resends its presence. */
     busUp(): void {

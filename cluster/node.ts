@@ -6,8 +6,9 @@
  */
 import { BROADCAST_SUBJECT, broadcastMessage, nodeCommand, nodeSubject, type BroadcastMessage } from '../shared/cluster';
 import type { Logger } from '../shared/log';
+import { applyBroadcast } from './broadcasts';
 import type { Bus } from './bus';
-import type { LocalBroker } from './ports';
+import type { LocalBroker } from './local-broker';
 
 export interface NodeRoleDeps {
   bus: Bus;
@@ -23,28 +24,7 @@ export function followCluster(deps: NodeRoleDeps): void {
   const { bus, broker, log } = deps;
   bus.on(BROADCAST_SUBJECT, broadcastMessage, ({ body }) => {
     deps.onBroadcast?.(body);
-    switch (body.type) {
-      case 'session.opened':
-        broker.sessionOpened(body);
-        break;
-      case 'session.closed':
-        broker.sessionClosed(body, body.reason);
-        break;
-      case 'token.revoked':
-        broker.tokenRevoked(body.token_id);
-        break;
-      case 'device.deleted':
-        broker.deviceDeleted(body.device_id);
-        break;
-      case 'device.token_rotated':
-        broker.agentTokenRotated(body.device_id);
-        break;
-      case 'stream.refused':
-        broker.streamRefused(body.device_id, body.stream_id, body.message);
-        break;
-      case 'resync':
-        break; // the edge's own business (onBroadcast)
-    }
+    applyBroadcast(broker, body);
   });
   bus.on(nodeSubject(deps.nodeName), nodeCommand, ({ body, reply }) => {
     const sent = broker.sendToAgent(body.device_id, body.message);

@@ -13,7 +13,7 @@
 import type { MsgHdrs } from '@nats-io/transport-node';
 import { CONTROL_VERBS, controlSubject, RECORDING_HEADERS, recordingStart } from '../shared/cluster';
 import type { Logger } from '../shared/log';
-import type { FrameTap, RecordingPort, StreamRecording } from '../shared/recording';
+import type { FrameTap, StreamRecorder, StreamRecording } from '../shared/recording';
 import type { StreamGrant } from '../shared/session-stream';
 import type { Bus } from './bus';
 
@@ -25,8 +25,8 @@ const KIND = { frame: 0, payload: 1 } as const;
 /** At most this many recordings open at once per node (a node cannot make the control node keep more). */
 const MAX_OPEN_PER_NODE = 4_096;
 
-/** The edge's recording port: frames go to the control node. */
-export function publishedRecordings(bus: Bus, nodeName: string, log: Logger): RecordingPort {
+/** The edge's recorder: frames go to the control node. */
+export function publishedRecordings(bus: Bus, nodeName: string, log: Logger): StreamRecorder {
   const subject = controlSubject(nodeName, CONTROL_VERBS.recording);
   return {
     start(grant: StreamGrant, streamId: string): StreamRecording | undefined {
@@ -92,7 +92,7 @@ export function publishedRecordings(bus: Bus, nodeName: string, log: Logger): Re
  * `grantOf` answers the grant of a session the node may record (a shell session that is open and
  * whose stream the control node granted to that node), or undefined.
  */
-export function receiveRecordings(bus: Bus, port: RecordingPort, log: Logger, grantOf: (node: string, sessionId: string) => StreamGrant | undefined) {
+export function receiveRecordings(bus: Bus, recorder: StreamRecorder, log: Logger, grantOf: (node: string, sessionId: string) => StreamGrant | undefined) {
   /** By node and stream id: a node names only its own streams. */
   const open = new Map<string, { recording: StreamRecording; node: string }>();
   const perNode = new Map<string, number>();
@@ -141,7 +141,7 @@ export function receiveRecordings(bus: Bus, port: RecordingPort, log: Logger, gr
       log.warn('refused a recording from a node: not a shell stream it was granted, or too many at once', { node, session_id: sessionId });
       return;
     }
-    const recording = port.start(grant, streamId);
+    const recording = recorder.start(grant, streamId);
     if (!recording) return;
     open.set(key, { recording, node });
     perNode.set(node, (perNode.get(node) ?? 0) + 1);

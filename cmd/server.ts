@@ -1,7 +1,8 @@
 /**
  * @module The composition root of `tether server`: binds the port first (a taken port stops it
  * before anything is written), then opens the store, builds the API and the broker, wires them
- * to each other through their ports, and serves both on that port. Owns every long-lived
+ * to each other through their interfaces (the relay, shared/relay.ts; what the broker reports to
+ * the API), and serves both on that port. Owns every long-lived
  * resource and closes them in order on `stop()`.
  */
 import { createServer, type Server } from 'node:http';
@@ -9,7 +10,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApi, type Api } from '../api/app';
-import type { RelayPort } from '../api/ports';
 import { simulatedRuntime } from '../api/deployments/simulated-runtime';
 import { bootstrapAdmin } from '../api/identity/bootstrap';
 import { openStore, type Store } from '../api/store/index';
@@ -78,32 +78,40 @@ interface WireDeps {
   joinTimeoutMs: number | undefined;
 }
 
-/** The API and the broker, each reaching the other only through its port; in a cluster, through the control node's. */
+/**
+ * The API and the broker, each reaching the other only through interfaces of its own: the API
+ * tells the relay (shared/relay.ts: the broker, or in a cluster the control node, which tells
+ * every node), and the broker reports to the API through `apiForRelay`.
+ */
 function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
   const { now, log, metrics } = deps;
+  let api: Api | undefined;
+  // The broker and the control node exist before the API that they report to, and call it only
+  // once agents and clients connect (the server listens after wiring).
+  const apiSide = apiForRelay(() => api!);
   // A cluster's control node (TETHER_NATS_URL): the relay reaches every node, presence goes
   // through the table of which node holds which agent.
-  const control = config.natsUrl === undefined ? undefined : controlNode(store, config, deps, () => api);
-  // `broker` exists before any call comes through this port.
-  const relay: RelayPort = control
-    ? {
-        sessionOpened: (s) => control.relay.sessionOpened(s),
-        sessionClosed: (s) => control.relay.sessionClosed(s, s.close_reason ?? 'closed'),
-        deviceDeleted: (id) => control.relay.deviceDeleted(id),
-        agentTokenRotated: (id) => control.relay.agentTokenRotated(id),
-        tokenRevoked: (id) => control.relay.tokenRevoked(id),
-        available: () => control.relay.available(),
-      }
-    : {
-        sessionOpened: (s) => broker.sessionOpened(s),
-        sessionClosed: (s) => broker.sessionClosed(s, s.close_reason ?? 'closed'),
-        deviceDeleted: (id) => broker.deviceDeleted(id),
-        agentTokenRotated: (id) => broker.agentTokenRotated(id),
-        tokenRevoked: (id) => broker.tokenRevoked(id),
-      };
-  const api = createApi({
+  const control = config.natsUrl === undefined ? undefined : controlNode(store, config, deps, apiSide);
+  const broker = createBroker({
+    log: log.child({ component: 'broker' }),
+    metrics,
+    now,
+    heartbeatMs: config.heartbeat_ms,
+    authenticateAgent: agentAuthenticator(store),
+    presence: control?.presence ?? apiSide.presence,
+    authorizeStream: apiSide.authorizeStream,
+    recordBytes: apiSide.recordBytes,
+    joinTimeoutMs: deps.joinTimeoutMs,
+    recordings: apiSide.recordings,
+    allowedOrigins: config.console_origins,
+    publicUrl: deps.publicUrl(),
+    streamClients: apiSide.streamClients,
+    routeStream: control?.routeStream,
+    onStreamRefusedElsewhere: control?.onStreamRefusedElsewhere,
+  });
+  api = createApi({
     store,
-    relay,
+    relay: control?.relay ?? broker,
     log,
     metrics,
     ticketer: createTicketer(store.secret('stream-ticket')),
@@ -122,24 +130,27 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
       minFreeBytes: config.recordings_min_free_bytes,
     },
   });
-  const broker = createBroker({
-    log: log.child({ component: 'broker' }),
-    metrics,
-    now,
-    heartbeatMs: config.heartbeat_ms,
-    authenticateAgent: agentAuthenticator(store),
-    presence: control?.presence ?? api.presence,
-    authorizeStream: api.authorizeStream,
-    recordBytes: api.recordBytes,
-    joinTimeoutMs: deps.joinTimeoutMs,
-    recordings: api.recordings,
-    allowedOrigins: config.console_origins,
-    publicUrl: deps.publicUrl(),
-    streamClients: api.streamClients,
-    routeStream: control?.routeStream,
-    onStreamRefusedElsewhere: control?.onStreamRefusedElsewhere,
-  });
   return { api, broker, control };
+}
+
+/** What the relay side (the broker; in a cluster, the control node for every node) reports to and asks of the API, which exists once `api()` is called. */
+function apiForRelay(api: () => Api) {
+  return {
+    authorizeStream: (sessionId: string, credentials: Parameters<Api['authorizeStream']>[1]) => api().authorizeStream(sessionId, credentials),
+    recordBytes: (counts: Map<string, { toDevice: number; fromDevice: number }>) => api().recordBytes(counts),
+    recordings: { start: (grant: StreamGrant, streamId: string) => api().recordings.start(grant, streamId) },
+    streamClients: {
+      attached: (sessionId: string) => api().streamClients.attached(sessionId),
+      detached: (sessionId: string) => api().streamClients.detached(sessionId),
+    },
+    presence: {
+      online: (...change: Parameters<Api['presence']['online']>) => api().presence.online(...change),
+      offline: (...change: Parameters<Api['presence']['offline']>) => api().presence.offline(...change),
+      apply: (changes: Parameters<Api['presence']['apply']>[0]) => api().presence.apply(changes),
+      onlineIds: () => api().presence.onlineIds(),
+      seen: (lastSeen: Map<string, number>) => api().presence.seen(lastSeen),
+    },
+  };
 }
 
 /** An agent's token, or its proof for a data stream, checked against the device's stored token hash. */
@@ -158,8 +169,8 @@ function openSessionOf(store: Store, now: () => number, sessionId: string): Stre
   return { sessionId, deviceId: s.device_id, protocol: s.protocol, expiresAt: s.expires_at, ...(s.targets && { targets: s.targets }) };
 }
 
-/** The control node of a cluster: answers the edges from the API (which exists once `api()` is called). */
-function controlNode(store: Store, config: Readonly<ServerConfig>, deps: WireDeps, api: () => Api): Control {
+/** The control node of a cluster: answers the edges from the API. */
+function controlNode(store: Store, config: Readonly<ServerConfig>, deps: WireDeps, api: ReturnType<typeof apiForRelay>): Control {
   const run = nodeIdOf(CONTROL_NAME, randomBase32(8));
   const log = deps.log.child({ component: 'cluster', node_id: run });
   const bus = createBus({
@@ -180,20 +191,9 @@ function controlNode(store: Store, config: Readonly<ServerConfig>, deps: WireDep
     metrics: deps.metrics,
     now: deps.now,
     api: {
+      ...api,
       agentKey: (deviceId) => store.devices.tokenHash(deviceId),
-      authorizeStream: (sessionId, credentials) => api().authorizeStream(sessionId, credentials),
       openSession: (sessionId) => openSessionOf(store, deps.now, sessionId),
-      streamClients: {
-        attached: (sessionId) => api().streamClients.attached(sessionId),
-        detached: (sessionId) => api().streamClients.detached(sessionId),
-      },
-      presence: {
-        apply: (changes) => api().presence.apply(changes),
-        onlineIds: () => api().presence.onlineIds(),
-        seen: (lastSeen) => api().presence.seen(lastSeen),
-      },
-      recordBytes: (counts) => api().recordBytes(counts),
-      recordings: { start: (grant, streamId) => api().recordings.start(grant, streamId) },
     },
   });
   log.info('this server is the control node of a cluster', { nats_url: redactedUrl(config.natsUrl!) });

@@ -87,13 +87,14 @@ for (const name of await readdir('dist/console/assets')) {
 }
 await writeFile('dist/console/index.html.gz', gzipSync(page, { level: 9 }));
 
-// The OpenAPI document, from the same schemas the server validates with (api/openapi/): a tiny
-// bundle that builds it, run here, so docs/openapi.json is what this build serves.
+// The OpenAPI document, from the same schemas the server validates with (shared/api/, every
+// feature's table in api/operations.ts): a tiny bundle that builds it, run here, so
+// docs/openapi.json is what this build serves.
 await build({
   ...common,
   sourcemap: false,
   stdin: {
-    contents: "export { buildOpenApiDocument, serializeDocument } from './api/openapi/document';",
+    contents: "export { buildApiDocument, serializeDocument } from './api/operations';",
     resolveDir: '.',
     loader: 'ts',
   },
@@ -101,7 +102,7 @@ await build({
   packages: 'external',
 });
 const openapi = createRequire(import.meta.url)('../dist/openapi.cjs');
-await writeFile('docs/openapi.json', openapi.serializeDocument(openapi.buildOpenApiDocument()));
+await writeFile('docs/openapi.json', openapi.serializeDocument(openapi.buildApiDocument()));
 
 // Both bundles are commands: `npx tether`, `./tether-agent.js`.
 await Promise.all([chmod('dist/tether.cjs', 0o755), chmod('dist/tether-agent.js', 0o755)]);

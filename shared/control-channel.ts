@@ -143,15 +143,3 @@ export const streamRefusedMessage = z.object({
 
 export const agentToBrokerMessage = z.discriminatedUnion('type', [sessionEndedMessage, streamRefusedMessage]);
 export type AgentToBrokerMessage = z.infer<typeof agentToBrokerMessage>;
-
-/** Parses one text frame; returns undefined for anything that is not a known message. */
-export function parseMessage<T>(schema: z.ZodMiniType<T>, data: string): T | undefined {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(data);
-  } catch {
-    return undefined;
-  }
-  const parsed = schema.safeParse(raw);
-  return parsed.success ? parsed.data : undefined;
-}

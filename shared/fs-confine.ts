@@ -7,7 +7,10 @@
 import { constants } from 'node:fs';
 import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { TransferError } from './transfer-error';
+import { FILES_ROOT, OpError } from './op-error';
+
+/** Messages that say where the files root is (the device names it there). */
+const IN_ROOT = { namesRoot: true };
 
 /** True when `path` is `root` itself or below it (both canonical). */
 export function isInside(root: string, path: string): boolean {
@@ -17,27 +20,27 @@ export function isInside(root: string, path: string): boolean {
 
 /**
  * The canonical absolute path of `requested` (relative to `root`; a leading `/` means the root)
- * as far as it exists, plus the part that does not exist yet. Throws TransferError when it
+ * as far as it exists, plus the part that does not exist yet. Throws OpError when it
  * leads outside the root.
  */
 export async function resolveConfined(root: string, requested: string): Promise<{ path: string; missing: string[] }> {
-  if (requested.includes('\0')) throw new TransferError('bad_params', 'path contains a NUL byte');
+  if (requested.includes('\0')) throw new OpError('bad_params', 'path contains a NUL byte');
   const realRoot = await realpath(root);
   const lexical = resolve(realRoot, `.${sep}${requested}`);
-  if (!isInside(realRoot, lexical)) throw new TransferError('path_outside_root', `${requested} is outside the files root`);
+  if (!isInside(realRoot, lexical)) throw new OpError('path_outside_root', `${requested} is outside ${FILES_ROOT}`, IN_ROOT);
   // Walk up to the deepest existing ancestor and canonicalise it (following symlinks).
   const missing: string[] = [];
   let existing = lexical;
   for (;;) {
     try {
       const real = await realpath(existing);
-      if (!isInside(realRoot, real)) throw new TransferError('path_outside_root', `${requested} leads outside the files root`);
+      if (!isInside(realRoot, real)) throw new OpError('path_outside_root', `${requested} leads outside ${FILES_ROOT}`, IN_ROOT);
       return { path: missing.length ? join(real, ...missing.slice().reverse()) : real, missing: missing.slice().reverse() };
     } catch (err) {
-      if (err instanceof TransferError) throw err;
+      if (err instanceof OpError) throw err;
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
-      if (existing === realRoot) throw new TransferError('not_found', 'the files root does not exist');
+      if (existing === realRoot) throw new OpError('not_found', `${FILES_ROOT} does not exist`, IN_ROOT);
       missing.push(existing.slice(existing.lastIndexOf(sep) + 1));
       existing = resolve(existing, '..');
     }
@@ -52,7 +55,7 @@ export async function assertOpenedInside(handle: FileHandle, realRoot: string, s
   } catch {
     return; // no /proc: O_NOFOLLOW on a canonical path is what we have
   }
-  if (!isInside(realRoot, actual)) throw new TransferError('path_outside_root', `${shown} leads outside the files root`);
+  if (!isInside(realRoot, actual)) throw new OpError('path_outside_root', `${shown} leads outside ${FILES_ROOT}`, IN_ROOT);
 }
 
 /** Opens an existing file inside the root for reading, refusing symlinks at the last step. */
@@ -76,11 +79,11 @@ export async function openConfined(realRoot: string, canonicalPath: string, show
  * check and the open is caught too.
  */
 export async function openRegularConfined(realRoot: string, canonicalPath: string, shown: string): Promise<FileHandle> {
-  const notRegular = () => new TransferError('bad_params', `${shown} is not a regular file`);
+  const notRegular = () => new OpError('bad_params', `${shown} is not a regular file`);
   // Looked at before opening, because opening a device node can act on the device (a tape
   // rewinds, a serial line's modem signals rise); the fstat below is the check that holds.
   const before = await lstat(canonicalPath);
-  if (before.isSymbolicLink()) throw new TransferError('path_outside_root', 'refusing to follow a symbolic link');
+  if (before.isSymbolicLink()) throw new OpError('path_outside_root', 'refusing to follow a symbolic link');
   if (!before.isFile()) throw notRegular();
   let handle: FileHandle;
   try {

@@ -1,6 +1,6 @@
 /**
- * @module The port through which the broker lets a recorder see a session's stream (the broker
- * never imports the API; the composition root wires the API's recorder in). A tap sees each data
+ * @module How the broker lets a recorder see a session's stream (the broker never imports the
+ * API; the composition root wires the API's recorder in). A tap sees each data
  * frame as the broker passes it on: the header, then the payload slices, at once and in order;
  * it must return at once and never hold the stream up.
  */
@@ -22,7 +22,8 @@ export interface StreamRecording {
   end(): void;
 }
 
-export interface RecordingPort {
+/** Starts recordings of the streams that are recorded (the API's recorder; in a cluster, the link to it). */
+export interface StreamRecorder {
   /** A recording of the stream `streamId` of the session `grant` admits to, or undefined when it is not recorded. */
   start(grant: StreamGrant, streamId: string): StreamRecording | undefined;
 }

@@ -90,9 +90,32 @@ export const request = z.object({
 });
 export type Request = z.infer<typeof request>;
 
+/**
+ * The error codes of the request/response ops (diagnostics, file-transfer), one catalogue with
+ * what each means. A device answers with these; a client takes any code (a newer device may add one).
+ */
+export const OP_ERRORS = {
+  bad_params: 'the frame is not a request, or its params are not what the op takes',
+  unknown_op: 'the protocol has no such op',
+  not_found: 'no such file or directory',
+  not_a_directory: 'a path that must be a directory is not one',
+  exists: 'something else is in the way',
+  path_outside_root: 'a path, tar entry or link resolves outside the files root (diagnostics: outside the log dirs)',
+  too_large: 'over a limit: the bytes or entries of an upload, or the free space',
+  busy: 'a transfer is in progress on this stream (one at a time)',
+  io_error: 'the device could not read or write (permissions, a full disk, a broken archive)',
+} as const;
+export type OpErrorCode = keyof typeof OP_ERRORS;
+
+/** An op's error as a client reads it (`code` is one of OP_ERRORS from a device of this version). */
 export interface ErrorBody {
   code: string;
   message: string;
+}
+
+/** An op's error as a device sends it. */
+export interface OpErrorBody extends ErrorBody {
+  code: OpErrorCode;
 }
 
 export type Response =

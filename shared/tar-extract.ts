@@ -16,7 +16,7 @@ import { createEntryPlan } from './tar-extract/entries';
 import { judgeLinks, stageLinks } from './tar-extract/links';
 import { createStaging, type StagingJournal } from './tar-extract/staging';
 import { checkEntryName } from './tar-names';
-import { TransferError } from './transfer-error';
+import { OpError } from './op-error';
 
 export type { StagingJournal } from './tar-extract/staging';
 
@@ -44,10 +44,10 @@ export interface ExtractResult {
 /** How long an abort waits for the file being written to close before removing it anyway. */
 const ABORT_GRACE_MS = 1000;
 
-/** The entry's name as safe relative segments, or a TransferError naming the problem. */
+/** The entry's name as safe relative segments, or a OpError naming the problem. */
 export function safeSegments(name: string): string[] {
   const check = checkEntryName(name);
-  if (!check.ok) throw new TransferError(check.problem.code, check.problem.message);
+  if (!check.ok) throw new OpError(check.problem.code, check.problem.message);
   return check.segments;
 }
 
@@ -75,7 +75,7 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
   /** Checks one entry against the limits and hands it to the plan by its type. */
   async function takeEntry(header: tar.Header, stream: NodeJS.ReadableStream): Promise<void> {
     if (failure) throw failure;
-    if (++entries > limits.maxEntries) throw new TransferError('too_large', `the archive has more than ${limits.maxEntries} entries`);
+    if (++entries > limits.maxEntries) throw new OpError('too_large', `the archive has more than ${limits.maxEntries} entries`);
     const segments = limits.rename ? limits.rename(safeSegments(header.name)) : safeSegments(header.name);
     if (segments.length === 0) return; // the target directory itself
     switch (header.type) {
@@ -83,7 +83,7 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
       case 'contiguous-file': {
         bytes += header.size;
         if (limits.maxBytes > 0 && bytes > limits.maxBytes) {
-          throw new TransferError('too_large', `the archive exceeds ${limits.limitHolder ?? 'the'} limit of ${limits.maxBytes} bytes`);
+          throw new OpError('too_large', `the archive exceeds ${limits.limitHolder ?? 'the'} limit of ${limits.maxBytes} bytes`);
         }
         await plan.stageFile(segments, header, stream);
         return;
@@ -95,9 +95,9 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
         await plan.planLink(segments, header);
         return;
       case 'link':
-        throw new TransferError('path_outside_root', `hard link ${header.name} refused: only files, directories and symbolic links are accepted`);
+        throw new OpError('path_outside_root', `hard link ${header.name} refused: only files, directories and symbolic links are accepted`);
       default:
-        throw new TransferError('bad_params', `${header.type} ${header.name} refused: only files, directories and symbolic links are accepted`);
+        throw new OpError('bad_params', `${header.type} ${header.name} refused: only files, directories and symbolic links are accepted`);
     }
   }
 

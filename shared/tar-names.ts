@@ -5,12 +5,14 @@
  * here too (`linkProblem`), against a view of the tree the extractor supplies.
  */
 import { dirname, isAbsolute, join, relative } from 'node:path';
+import { FILES_ROOT } from './op-error';
+import type { OpErrorCode } from './session-stream';
 
 export const MAX_ENTRY_NAME = 4096;
 export const MAX_NAME_COMPONENT = 255;
 
 export interface NameProblem {
-  code: 'path_outside_root' | 'bad_params';
+  code: Extract<OpErrorCode, 'path_outside_root' | 'bad_params'>;
   message: string;
 }
 
@@ -71,18 +73,31 @@ const KIND_SHOWN: Record<NodeKind, string> = {
  * Ordinary links pass: `current -> releases/v2`, `lib.so -> lib.so.1 -> lib.so.1.2`,
  * `node_modules/.bin/tsc -> ../typescript/bin/tsc`, `up -> ..` below the root.
  */
-export async function linkProblem(realRoot: string, dir: string, target: string, tree: TreeView): Promise<string | undefined> {
+export async function linkProblem(realRoot: string, dir: string, target: string, tree: TreeView): Promise<LinkRefusal | undefined> {
   try {
     await followTarget(realRoot, dir, target, tree, { hops: 0 });
     return undefined;
   } catch (err) {
-    if (err instanceof LinkProblem) return err.message;
+    if (err instanceof LinkProblem) return { reason: err.message, namesRoot: err.namesRoot };
     throw err;
   }
 }
 
+/** Why a link is refused; `namesRoot`: the reason says FILES_ROOT where the files root belongs (shared/op-error.ts). */
+export interface LinkRefusal {
+  reason: string;
+  namesRoot: boolean;
+}
+
 /** The reason a link is refused, thrown from deep in the walk and caught by linkProblem. */
-class LinkProblem extends Error {}
+class LinkProblem extends Error {
+  constructor(
+    message: string,
+    readonly namesRoot = false,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * Walks `target` from `dir` and returns where it leads (canonical), or undefined when it ends
@@ -104,7 +119,7 @@ async function followTarget(
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!;
     if (part === '..') {
-      if (current === realRoot) throw new LinkProblem('climbs above the files root');
+      if (current === realRoot) throw new LinkProblem(`climbs above ${FILES_ROOT}`, true);
       current = dirname(current);
       continue;
     }
@@ -118,7 +133,7 @@ async function followTarget(
       // Counted over the whole walk: a depth limit alone would let links that branch cost k^40.
       if (++followed.hops > MAX_LINK_HOPS) throw new LinkProblem(`leads through more than ${MAX_LINK_HOPS} symbolic links`);
       const via = await followTarget(realRoot, current, await tree.linkTarget(next), tree, followed).catch((err: unknown) => {
-        throw err instanceof LinkProblem ? new LinkProblem(`goes through ${shown}, which ${err.message}`) : err;
+        throw err instanceof LinkProblem ? new LinkProblem(`goes through ${shown}, which ${err.message}`, err.namesRoot) : err;
       });
       if (via === undefined) return undefined;
       current = via;

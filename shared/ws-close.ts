@@ -1,7 +1,9 @@
 /**
  * @module Close frames the same way on every side (broker, agent, client): a code and a reason
- * cut to fit (RFC 6455 §5.5.1), and which codes may be passed on to a peer.
+ * cut to fit (RFC 6455 §5.5.1), which codes may be passed on to a peer, and a peer's close frame
+ * read and checked.
  */
+import { isUtf8 } from 'node:buffer';
 
 /** A close frame's reason holds at most 123 bytes (RFC 6455 §5.5: 125 with the code). */
 const MAX_REASON_BYTES = 123;
@@ -35,4 +37,19 @@ export function closePayload(code: number, reason: string): Buffer {
   payload.writeUInt16BE(code, 0);
   text.copy(payload, 2);
   return payload;
+}
+
+/** Close codes a peer may send (RFC 6455 §7.4; ws `isValidStatusCode`). */
+const validPeerCode = (code: number): boolean =>
+  (code >= 1000 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
+
+/**
+ * A peer's close frame: its code (1005 when it has none) and reason, or the protocol error it
+ * commits: a code a peer may not send (1002), a reason that is not UTF-8 (1007).
+ */
+export function readClosePayload(payload: Buffer): { ok: true; code: number; reason: string } | { ok: false; code: 1002 | 1007; reason: string } {
+  const code = payload.length >= 2 ? payload.readUInt16BE(0) : 1005;
+  if (payload.length >= 2 && !validPeerCode(code)) return { ok: false, code: 1002, reason: 'invalid close code' };
+  if (payload.length > 2 && !isUtf8(payload.subarray(2))) return { ok: false, code: 1007, reason: 'close reason is not UTF-8' };
+  return { ok: true, code, reason: payload.subarray(2).toString() };
 }

@@ -6,7 +6,8 @@
 import * as z from 'zod/mini';
 import type { Request, Response } from '../../shared/session-stream';
 import type { Handler, HandlerContext, HandlerFactory } from '../protocol-handler';
-import { OpError, paramsOf, parseRequest, toErrorBody } from '../requests';
+import { OpError } from '../../shared/op-error';
+import { paramsOf, parseRequest, toErrorBody } from '../requests';
 import { diskUsage } from './disks';
 import { logTail, MAX_TAIL_LINES } from './logs';
 import { networkInterfaces } from './network';

@@ -12,7 +12,7 @@
 import { readlink, realpath } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { isInside, openRegularConfined } from '../../shared/fs-confine';
-import { TransferError } from '../../shared/transfer-error';
+import { OpError } from '../../shared/op-error';
 
 export const MAX_TAIL_LINES = 10_000;
 /** The most the lines of one reply take as JSON (escaping included). */
@@ -74,9 +74,9 @@ export async function logTail(logDirs: readonly string[], path: string, lines: n
  * followed after that, and where they lead must be inside a log dir too, existing or not.
  */
 async function confineToLogDirs(logDirs: readonly string[], path: string): Promise<{ root: string; real: string }> {
-  if (!isAbsolute(path)) throw new TransferError('bad_params', 'params.path must be an absolute path');
-  if (path.includes('\0')) throw new TransferError('bad_params', 'params.path contains a NUL byte');
-  const outside = new TransferError('path_outside_root', `${path} is not inside the log dirs (${logDirs.join(', ')})`);
+  if (!isAbsolute(path)) throw new OpError('bad_params', 'params.path must be an absolute path');
+  if (path.includes('\0')) throw new OpError('bad_params', 'params.path contains a NUL byte');
+  const outside = new OpError('path_outside_root', `${path} is not inside the log dirs (${logDirs.join(', ')})`);
   const lexical = resolve(path); // `.`, `..` and repeated slashes, by the text alone
   const realDirs = await Promise.all(logDirs.map((dir) => realpath(dir).catch(() => undefined)));
   const lexicallyIn = (dir: string | undefined) => dir !== undefined && isInside(dir, lexical);
@@ -85,7 +85,7 @@ async function confineToLogDirs(logDirs: readonly string[], path: string): Promi
   const { real, exists } = await whereItLeads(lexical);
   const root = realDirs.find((dir) => dir !== undefined && isInside(dir, real));
   const inMissingDir = logDirs.some((dir, i) => realDirs[i] === undefined && lexicallyIn(dir));
-  if (!exists && (root || inMissingDir)) throw new TransferError('not_found', `no such file: ${path}`);
+  if (!exists && (root || inMissingDir)) throw new OpError('not_found', `no such file: ${path}`);
   if (!root) throw outside;
   return { root, real };
 }
@@ -119,7 +119,7 @@ async function whereItLeads(path: string): Promise<{ real: string; exists: boole
       at = dirname(at);
     }
   }
-  throw new TransferError('path_outside_root', `${path}: too many symbolic links`);
+  throw new OpError('path_outside_root', `${path}: too many symbolic links`);
 }
 
 /**

@@ -6,7 +6,7 @@ import type { Stats } from 'node:fs';
 import { lstat, opendir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { resolveConfined } from '../../shared/fs-confine';
-import { OpError } from '../requests';
+import { OpError } from '../../shared/op-error';
 
 export interface Entry {
   name: string;

@@ -8,11 +8,12 @@ import { lstat, mkdir, realpath, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as z from 'zod/mini';
 import { resolveConfined } from '../../shared/fs-confine';
-import type { DownloadDone, ErrorBody, Request, Response } from '../../shared/session-stream';
+import type { DownloadDone, OpErrorBody, Request, Response } from '../../shared/session-stream';
 import { createExtraction, type Extraction } from '../../shared/tar-extract';
 import { packTree } from '../../shared/tar-pack';
 import type { Handler, HandlerFactory } from '../protocol-handler';
-import { OpError, paramsOf, parseRequest, toErrorBody } from '../requests';
+import { OpError } from '../../shared/op-error';
+import { paramsOf, parseRequest, toErrorBody } from '../requests';
 import { existing, listEntries, statEntry } from './entries';
 import { placeInFilesRoot } from './root-errors';
 
@@ -38,8 +39,8 @@ export const startFileTransfer: HandlerFactory = (stream, ctx): Handler => {
 
   const reply = (id: number, result: unknown): void => void stream.sendJson({ id, ok: true, result } satisfies Response);
   /** Answers request `id` with the error's code and message; returns what it sent. */
-  function replyError(id: number, err: unknown): ErrorBody {
-    const error = placeInFilesRoot(toErrorBody(err, ctx.log), ctx.config);
+  function replyError(id: number, err: unknown): OpErrorBody {
+    const error = placeInFilesRoot(err, toErrorBody(err, ctx.log), ctx.config);
     stream.sendJson({ id, ok: false, error } satisfies Response);
     return error;
   }

@@ -16,23 +16,18 @@ import type { Handler, HandlerFactory } from '../protocol-handler';
 /** How long the device tries to reach a target before answering `timed_out`. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-/** The reset reason for a failed connect, by the socket error's code. */
-function reasonOf(err: NodeJS.ErrnoException): ResetReason {
-  switch (err.code) {
-    case 'ECONNREFUSED':
-      return 'refused';
-    case 'ETIMEDOUT':
-      return 'timed_out';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-    case 'EADDRNOTAVAIL':
-      return 'unreachable';
-    default:
-      return 'error';
-  }
-}
+/** The reset reason for a failed connect, by the socket error's code; any other code is an `error`. */
+const CONNECT_ERRORS: Readonly<Record<string, ResetReason>> = {
+  ECONNREFUSED: 'refused',
+  ETIMEDOUT: 'timed_out',
+  EHOSTUNREACH: 'unreachable',
+  ENETUNREACH: 'unreachable',
+  ENOTFOUND: 'unreachable',
+  EAI_AGAIN: 'unreachable',
+  EADDRNOTAVAIL: 'unreachable',
+};
+const reasonOf = (err: NodeJS.ErrnoException): ResetReason =>
+  err.code !== undefined && Object.hasOwn(CONNECT_ERRORS, err.code) ? CONNECT_ERRORS[err.code]! : 'error';
 
 const REASON_TEXT: Partial<Record<ResetReason, string>> = {
   refused: 'connection refused',

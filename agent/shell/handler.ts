@@ -5,7 +5,7 @@
  * of a huge file cannot exhaust memory anywhere. The shell runs under a small wrapper that
  * marks its exit in the output stream (see `exit-marker.ts`), so no trailing output is lost.
  */
-import { parseMessage } from '../../shared/control-channel';
+import { parseTextFrame } from '../../shared/text-frame';
 import { shellFlow, shellResize, type ShellExit } from '../../shared/session-stream';
 import { ExitMarkerScanner } from './exit-marker';
 import { signalSession } from './process-session';
@@ -87,9 +87,9 @@ export const startShell: HandlerFactory = (stream, ctx): Handler => {
   });
   stream.on('text', (text) => {
     if (finished) return;
-    const resize = parseMessage(shellResize, text);
+    const resize = parseTextFrame(shellResize, text);
     if (resize) return term.resize(resize.cols, resize.rows);
-    const flow = parseMessage(shellFlow, text);
+    const flow = parseTextFrame(shellFlow, text);
     if (!flow) return;
     clientPaused = flow.type === 'pause';
     if (clientPaused) term.pause();

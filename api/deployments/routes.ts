@@ -1,45 +1,31 @@
-/** @module The deployment interface (docs/http-api.md, deployments): `env` on every operation. */
+/**
+ * @module The deployment interface (docs/http-api.md, deployments): `env` on every operation. What
+ * each takes and answers is `shared/api/services.ts`.
+ */
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { z } from 'zod';
+import { emptyBody } from '../../shared/api/common';
+import {
+  applyQuery,
+  deploymentAuditQuery,
+  envOnly,
+  historyQuery,
+  rollbackQuery,
+  serviceListQuery,
+  weightBody,
+  YAML_TYPES,
+  type CanaryState,
+  type Environment,
+} from '../../shared/api/services';
 import { ApiError } from '../errors';
 import { readRawBody } from '../http/body';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
-import { dateTimeParam, offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
+import { offsetOf, parseBody, parseQuery } from '../http/validate';
 import type { Deployments } from './deployments';
 import type { Store } from '../store/index';
 import { ok, okList } from '../http/envelope';
 import { ifMatchOf, setEtag } from '../http/etag';
-import type { Environment } from '../store/services';
-
-const env = z.enum(['dev', 'staging', 'prod'], {
-  error: (issue) => (issue.input === undefined ? 'is required: dev, staging or prod' : 'must be dev, staging or prod'),
-});
-export const envOnly = z.strictObject({ env });
-const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'];
-
-export const applyQuery = z.strictObject({
-  env,
-  dry_run: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false').transform((v) => v === 'true'),
-});
-export const listQuery = z.strictObject({
-  env,
-  status: z.enum(['healthy', 'degraded', 'failed', 'deploying']).optional(),
-  ...pagingParams(200, 50),
-});
-export const historyQuery = z.strictObject({ env, ...pagingParams(100, 20) });
-export const rollbackQuery = z.strictObject({ env, revision: z.string().regex(/^v\d+\.\d+\.\d+$/, 'must be a revision like v1.4.2').optional() });
-export const emptyBody = z.strictObject({});
-export const weightBody = z.strictObject({ weight: z.number().int('must be a whole number').min(0).max(100) });
-export const auditQuery = z.strictObject({
-  ...pagingParams(200, 50),
-  service: z.string().min(1).max(63).optional(),
-  env: env.optional(),
-  event: z.string().min(1).max(64).optional(),
-  actor: z.string().min(1).max(254).optional(),
-  since: dateTimeParam.optional(),
-});
 
 export function serviceRoutes(deployments: Deployments, store: Store, idempotent: Middleware): Router {
   const router = new Router();
@@ -47,7 +33,7 @@ export function serviceRoutes(deployments: Deployments, store: Store, idempotent
   const canaryTag = (ctx: Context, env: Environment, name: string) => setEtag(ctx, deployments.tags(env, name).canary);
 
   router.get('/v1/services', function listServices(ctx) {
-    const q = parseQuery(ctx, listQuery);
+    const q = parseQuery(ctx, serviceListQuery);
     const { items, total } = deployments.list(principalOf(ctx), q.env, q.status, q.per_page, offsetOf(q));
     okList(ctx, items, q, total);
   });
@@ -94,7 +80,7 @@ export function serviceRoutes(deployments: Deployments, store: Store, idempotent
     const q = parseQuery(ctx, envOnly);
     const canary = deployments.canary(principalOf(ctx), q.env, ctx.params.serviceName!);
     canaryTag(ctx, q.env, canary.service);
-    ok(ctx, canary);
+    ok<CanaryState>(ctx, canary);
   });
 
   router.put('/v1/services/:serviceName/canary/weight', async function setCanaryWeight(ctx) {
@@ -102,14 +88,14 @@ export function serviceRoutes(deployments: Deployments, store: Store, idempotent
     const body = await parseBody(ctx, weightBody);
     const canary = deployments.setWeight(principalOf(ctx), q.env, ctx.params.serviceName!, body.weight, ifMatchOf(ctx));
     canaryTag(ctx, q.env, canary.service);
-    ok(ctx, canary);
+    ok<CanaryState>(ctx, canary);
   });
 
   router.post('/v1/services/:serviceName/canary/halt', function haltCanary(ctx) {
     const q = parseQuery(ctx, envOnly);
     const canary = deployments.halt(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx));
     canaryTag(ctx, q.env, canary.service);
-    ok(ctx, canary);
+    ok<CanaryState>(ctx, canary);
   });
 
   router.post('/v1/services/:serviceName/canary/promote', function promoteCanary(ctx) {
@@ -120,7 +106,7 @@ export function serviceRoutes(deployments: Deployments, store: Store, idempotent
   });
 
   router.get('/v1/audit/deployments', function listDeploymentAudit(ctx) {
-    const q = parseQuery(ctx, auditQuery);
+    const q = parseQuery(ctx, deploymentAuditQuery);
     requireAccess(principalOf(ctx), 'deployments:read', 'administrator', 'reading the deployment audit');
     const { items, total } = store.services.auditList({
       service: q.service,

@@ -1,41 +1,35 @@
-/** @module The device registry and agent presence (docs/http-api.md, endpoints). */
+/**
+ * @module The device registry and agent presence (docs/http-api.md, endpoints). What each takes
+ * and answers is `shared/api/devices.ts`.
+ */
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
-import { z } from 'zod';
+import { emptyBody } from '../../shared/api/common';
+import {
+  DEVICE_ID_PATTERN,
+  deviceListQuery,
+  newDeviceBody,
+  type AgentStatusView,
+  type AgentTokenIssued,
+  type Device,
+  type DeviceCreated,
+  type DeviceDeleted,
+} from '../../shared/api/devices';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
 import { accessFirst } from '../http/idempotency';
 import { rateLimit, type RateLimiter } from '../http/rate-limit';
-import { offsetOf, pagingParams, parseBody, parseQuery } from '../http/validate';
+import { offsetOf, parseBody, parseQuery } from '../http/validate';
 import { notFound } from '../errors';
 import type { Identity } from '../identity/identity';
 import type { Sessions } from '../sessions/sessions';
 import type { Store } from '../store/index';
-import type { RelayPort } from '../ports';
+import type { Relay as RelayPort } from '../relay';
 import { ok, okList } from '../http/envelope';
 import { ifMatchOf, setEtag } from '../http/etag';
 import { etagOf } from '../preconditions';
-import type { Device } from '../store/devices';
-
-export const DEVICE_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
-export const deviceIdSchema = z.string().regex(DEVICE_ID_PATTERN, 'must be 1-64 characters of [A-Za-z0-9._-]');
 
 export const DEVICE_LIST_PER_MINUTE = 120;
-
-export const newDeviceBody = z.strictObject({
-  device_id: deviceIdSchema,
-  labels: z
-    .record(z.string().min(1).max(64), z.string().max(256))
-    .refine((l) => Object.keys(l).length <= 64, 'at most 64 labels')
-    .optional(),
-});
-
-export const emptyBody = z.strictObject({});
-
-export const listQuery = z.strictObject({
-  ...pagingParams(200, 50),
-  agent_status: z.enum(['online', 'offline']).optional(),
-});
 
 export interface DeviceRoutesDeps {
   store: Store;
@@ -65,27 +59,27 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
     const body = await parseBody(ctx, newDeviceBody);
     const created = identity.createDevice(body.device_id, body.labels ?? {});
     setEtag(ctx, deviceTag(deviceOr404(created.device_id)));
-    ok(ctx, created, 201);
+    ok<DeviceCreated>(ctx, created, 201);
   });
 
   router.get('/v1/devices', rateLimit(listLimiter, DEVICE_LIST_PER_MINUTE), function listDevices(ctx) {
-    const q = parseQuery(ctx, listQuery);
+    const q = parseQuery(ctx, deviceListQuery);
     requireAccess(principalOf(ctx), 'devices:read', 'developer');
     const { items, total } = store.devices.list({ agent_status: q.agent_status, limit: q.per_page, offset: offsetOf(q) });
-    okList(ctx, items, q, total);
+    okList<Device>(ctx, items, q, total);
   });
 
   router.get('/v1/devices/:id', function getDevice(ctx) {
     requireAccess(principalOf(ctx), 'devices:read', 'developer');
     const device = deviceOr404(ctx.params.id!);
     setEtag(ctx, deviceTag(device));
-    ok(ctx, device);
+    ok<Device>(ctx, device);
   });
 
   router.get('/v1/devices/:id/agent-status', function getAgentStatus(ctx) {
     requireAccess(principalOf(ctx), 'devices:read', 'developer');
     const d = deviceOr404(ctx.params.id!);
-    ok(ctx, { device_id: d.device_id, agent_status: d.agent_status, last_seen_at: d.last_seen_at });
+    ok<AgentStatusView>(ctx, { device_id: d.device_id, agent_status: d.agent_status, last_seen_at: d.last_seen_at });
   });
 
   router.delete('/v1/devices/:id', function deleteDevice(ctx) {
@@ -96,7 +90,7 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
     const closed = sessions.closeAllOfDevice(device_id, 'device_deleted');
     store.devices.delete(device_id);
     relay.deviceDeleted(device_id);
-    ok(ctx, { device_id, deleted: true, sessions_closed: closed.length });
+    ok<DeviceDeleted>(ctx, { device_id, deleted: true, sessions_closed: closed.length });
   });
 
   const rotating = accessFirst('devices:write', 'administrator', 'replacing agent tokens');
@@ -107,7 +101,7 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
     const rotated = identity.rotateAgentToken(device.device_id)!;
     relay.agentTokenRotated(device.device_id);
     setEtag(ctx, deviceTag(device));
-    ok(ctx, rotated);
+    ok<AgentTokenIssued>(ctx, rotated);
   });
 
   return router;

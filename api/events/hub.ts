@@ -7,13 +7,10 @@
 import { hasScope } from '../access';
 import { hasRole } from '../roles';
 import type { Principal } from '../store/tokens';
+import type { ServerEvent } from '../../shared/api/events';
 
-export type TetherEvent =
-  | { event: 'agent.online' | 'agent.offline'; data: { device_id: string; at: string } }
-  | {
-      event: 'session.opened' | 'session.closed';
-      data: { session_id: string; device_id: string; protocol: string; opened_by: string; at: string; close_reason?: string | null };
-    };
+/** An event as `GET /v1/events` carries it (its schema: `shared/api/events.ts`). */
+export type TetherEvent = ServerEvent;
 
 /** Whether `principal` may see `e`. */
 export function maySee(principal: Principal, e: TetherEvent): boolean {

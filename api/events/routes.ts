@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
-import { z } from 'zod';
+import { streamQuery, type EndEvent, type EventsTicket, type ServerEvent } from '../../shared/api/events';
 import { bearerToken } from '../../shared/bearer';
 import type { Logger } from '../../shared/log';
 import { requireAccess } from '../access';
@@ -25,6 +25,9 @@ import { ok } from '../http/envelope';
 import { parseQuery } from '../http/validate';
 import type { Principal } from '../store/tokens';
 import { maySee, type EventHub, type TetherEvent } from './hub';
+
+/** An event as the stream writes it (`shared/api/events.ts` says what each carries). */
+const sse = ({ event, data }: ServerEvent | EndEvent) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 const TICKET_MS = 30_000;
 const BEAT_MS = 15_000;
@@ -38,8 +41,6 @@ const RETRY_AFTER_S = 30;
  * off, and an EventSource connects again (`retry:`) and reads the state afresh.
  */
 export const MAX_BUFFERED_BYTES = 1024 * 1024;
-
-export const streamQuery = z.strictObject({ ticket: z.string().min(1).max(100).optional() });
 
 export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; now: () => number; log?: Logger }) {
   const { hub, tokens, now, log } = deps;
@@ -84,16 +85,16 @@ export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; no
       res.destroy();
     };
     const send = (e: TetherEvent) => {
-      if (principal && maySee(principal, e)) write(`event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+      if (principal && maySee(principal, e)) write(sse(e));
     };
     const unsubscribe = hub.subscribe(send);
     const beat = setInterval(() => {
       principal = tokens.resolve(token, now());
-      if (!principal) return void body.end('event: end\ndata: {"reason":"the token is no longer valid"}\n\n');
+      if (!principal) return void body.end(sse({ event: 'end', data: { reason: 'the token is no longer valid' } }));
       write(': beat\n\n');
     }, BEAT_MS);
     const tokenId = principal.token_id;
-    const endNow = () => void body.end('event: end\ndata: {"reason":"the token was revoked"}\n\n');
+    const endNow = () => void body.end(sse({ event: 'end', data: { reason: 'the token was revoked' } }));
     const streams = byToken.get(tokenId) ?? new Set();
     byToken.set(tokenId, streams.add(endNow));
     perUser.set(username, holding + 1);
@@ -125,7 +126,7 @@ export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; no
     const ticket = randomBytes(24).toString('base64url');
     const token = bearerToken(ctx.get('authorization') || undefined)!;
     tickets.set(ticket, { token, expires: t + TICKET_MS });
-    ok(ctx, { ticket, expires_at: new Date(t + TICKET_MS).toISOString() }, 201);
+    ok<EventsTicket>(ctx, { ticket, expires_at: new Date(t + TICKET_MS).toISOString() }, 201);
   });
 
   return {

@@ -6,7 +6,8 @@ import { etagOf, unconditional, type Precondition } from '../preconditions';
 import { randomBase32 } from '../../shared/ids';
 import { isUniqueViolation, type Store } from '../store/index';
 import type { GroupRow, VehicleRow } from '../store/fleet';
-import { FleetError } from './errors';
+import { ApiError } from '../errors';
+import type { FleetAssignment, FleetGroup, FleetGroupPage, FleetGroupVehicles, FleetPagination, FleetVehicle } from '../../shared/api/fleet';
 
 export interface NewGroup {
   name: string;
@@ -23,11 +24,11 @@ export interface Page {
 /** How names are compared: trimmed, NFC-normalised and lower-cased. */
 export const nameKey = (name: string) => name.trim().normalize('NFC').toLowerCase();
 
-export function pagination(p: Page, total: number) {
+export function pagination(p: Page, total: number): FleetPagination {
   return { page: p.page, limit: p.limit, total_records: total, total_pages: Math.ceil(total / p.limit) };
 }
 
-const groupView = (g: GroupRow) => ({
+const groupView = (g: GroupRow): FleetGroup => ({
   group_id: g.group_id,
   name: g.name,
   description: g.description,
@@ -40,7 +41,7 @@ const groupView = (g: GroupRow) => ({
 
 const groupTagOf = (g: GroupRow) => etagOf(['group', groupView(g)]);
 
-const vehicleView = (v: VehicleRow) => ({
+const vehicleView = (v: VehicleRow): FleetVehicle => ({
   vehicle_id: v.vehicle_id,
   vin: v.vin,
   status: v.status,
@@ -55,7 +56,7 @@ export function createFleet(store: Store, now: () => number) {
 
   function groupOr404(tenant: string, groupId: string): GroupRow {
     const g = fleet.group(tenant, groupId);
-    if (!g) throw new FleetError('GROUP_NOT_FOUND', `no group ${groupId} in this tenant`);
+    if (!g) throw new ApiError('GROUP_NOT_FOUND', `no group ${groupId} in this tenant`);
     return g;
   }
 
@@ -77,13 +78,13 @@ export function createFleet(store: Store, now: () => number) {
       try {
         fleet.insertGroup(row);
       } catch (err) {
-        if (isUniqueViolation(err)) throw new FleetError('GROUP_NAME_CONFLICT', `a group named "${name}" exists in this tenant`);
+        if (isUniqueViolation(err)) throw new ApiError('GROUP_NAME_CONFLICT', `a group named "${name}" exists in this tenant`);
         throw err;
       }
       return groupView(row);
     },
 
-    listGroups(tenant: string, p: Page) {
+    listGroups(tenant: string, p: Page): FleetGroupPage {
       const { items, total } = fleet.groups(tenant, p.limit, (p.page - 1) * p.limit);
       return { groups: items.map(groupView), pagination: pagination(p, total) };
     },
@@ -96,9 +97,9 @@ export function createFleet(store: Store, now: () => number) {
       return g && groupTagOf(g);
     },
 
-    registerVehicle(tenant: string, input: { vin: string; vehicle_id?: string | undefined; device_id?: string | undefined }) {
+    registerVehicle(tenant: string, input: { vin: string; vehicle_id?: string | undefined; device_id?: string | undefined }): FleetVehicle {
       if (input.device_id !== undefined && !store.devices.get(input.device_id)) {
-        throw new FleetError('VALIDATION_ERROR', `no device ${input.device_id} is registered`, [
+        throw new ApiError('VALIDATION_ERROR', `no device ${input.device_id} is registered`, [
           { path: 'device_id', message: 'must name a registered device' },
         ]);
       }
@@ -113,7 +114,7 @@ export function createFleet(store: Store, now: () => number) {
         fleet.insertVehicle(row);
       } catch (err) {
         if (isUniqueViolation(err)) {
-          throw new FleetError('VEHICLE_CONFLICT', `a vehicle with that id or VIN exists in this tenant`);
+          throw new ApiError('VEHICLE_CONFLICT', `a vehicle with that id or VIN exists in this tenant`);
         }
         throw err;
       }
@@ -121,8 +122,8 @@ export function createFleet(store: Store, now: () => number) {
     },
 
     /** Moves a vehicle into a group; `precondition` is checked against that group's tag. */
-    assign(tenant: string, actor: string, vehicleId: string, groupId: string, precondition: Precondition = unconditional) {
-      if (!fleet.vehicle(tenant, vehicleId)) throw new FleetError('VEHICLE_NOT_FOUND', `no vehicle ${vehicleId} in this tenant`);
+    assign(tenant: string, actor: string, vehicleId: string, groupId: string, precondition: Precondition = unconditional): FleetAssignment {
+      if (!fleet.vehicle(tenant, vehicleId)) throw new ApiError('VEHICLE_NOT_FOUND', `no vehicle ${vehicleId} in this tenant`);
       const g = groupOr404(tenant, groupId);
       precondition(groupTagOf(g));
       const v = fleet.assign(tenant, vehicleId, groupId, iso(), actor);
@@ -131,12 +132,13 @@ export function createFleet(store: Store, now: () => number) {
         vin: v.vin,
         group_id: g.group_id,
         group_name: g.name,
-        assigned_at: v.assigned_at,
-        assigned_by: v.assigned_by,
+        // A vehicle in a group was assigned to it: the store sets both with its group.
+        assigned_at: v.assigned_at!,
+        assigned_by: v.assigned_by!,
       };
     },
 
-    groupVehicles(tenant: string, groupId: string, p: Page) {
+    groupVehicles(tenant: string, groupId: string, p: Page): FleetGroupVehicles {
       const g = groupOr404(tenant, groupId);
       const vehicles = fleet.members(tenant, groupId, p.limit, (p.page - 1) * p.limit);
       return {

@@ -1,52 +1,48 @@
 /**
- * @module The fleet interface (docs/http-api.md, fleet groups): its own envelope and errors, the tenant in
- * `X-Tenant-ID` checked against the token's tenants, and scopes `fleet:read` / `fleet:write`.
+ * @module The fleet interface (docs/http-api.md, fleet groups): its own envelope and error codes,
+ * the tenant in `X-Tenant-ID` checked against the token's tenants, and scopes `fleet:read` /
+ * `fleet:write`. What each operation takes and answers is `shared/api/fleet.ts`.
  */
 import { ifMatchOf, setEtag } from '../http/etag';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { z } from 'zod';
+import type { z } from 'zod';
+import {
+  assignBody,
+  groupBody,
+  pageQuery,
+  TENANT_PATTERN,
+  vehicleBody,
+  type FleetAssignment,
+  type FleetGroup,
+  type FleetGroupPage,
+  type FleetGroupVehicles,
+  type FleetVehicle,
+} from '../../shared/api/fleet';
+import { ApiError } from '../errors';
 import { principalOf } from '../http/auth';
 import { readJsonBody } from '../http/body';
-import { intParam, issuesToDetails, parseQuery } from '../http/validate';
+import { issuesToDetails, parseQuery } from '../http/validate';
 import { success } from './envelope';
-import { FleetError } from './errors';
 import type { Fleet } from './fleet';
-
-const TENANT = /^[A-Za-z0-9._-]{1,64}$/;
-const VIN = /^[A-HJ-NPR-Z0-9]{17}$/;
-
-export const groupBody = z.strictObject({
-  name: z.string().max(1000).refine((n) => n.trim().length > 0, 'must not be blank').refine((n) => n.trim().length <= 100, 'must be at most 100 characters'),
-  description: z.string().max(1000).optional(),
-  region: z.string().regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'must be a lower-case hyphenated region name, e.g. eu-west-1').max(64).optional(),
-  tags: z.array(z.string().min(1).max(64)).max(50).optional(),
-});
-export const vehicleBody = z.strictObject({
-  vin: z.string().regex(VIN, 'must be 17 characters of A-Z (without I, O, Q) and 0-9'),
-  vehicle_id: z.string().regex(/^veh_[a-z0-9]{1,40}$/, 'must look like veh_ followed by lower-case letters and digits').optional(),
-  device_id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a device id').optional(),
-});
-export const assignBody = z.strictObject({ group_id: z.string().min(1).max(64) });
-export const pageQuery = z.strictObject({ page: intParam(1, 1_000_000, 1), limit: intParam(1, 100, 20) });
 
 type Scope = 'fleet:read' | 'fleet:write';
 
 /** The tenant of the request, once the token may act in it with `scope`. */
 function tenantOf(ctx: Context, scope: Scope): string {
   const tenant = ctx.get('x-tenant-id');
-  if (!tenant) throw new FleetError('MISSING_TENANT_ID', 'the X-Tenant-ID header is required');
-  if (!TENANT.test(tenant)) {
-    throw new FleetError('VALIDATION_ERROR', 'X-Tenant-ID must be 1-64 characters of [A-Za-z0-9._-]', [
+  if (!tenant) throw new ApiError('MISSING_TENANT_ID', 'the X-Tenant-ID header is required');
+  if (!TENANT_PATTERN.test(tenant)) {
+    throw new ApiError('VALIDATION_ERROR', 'X-Tenant-ID must be 1-64 characters of [A-Za-z0-9._-]', [
       { path: 'X-Tenant-ID', message: 'invalid tenant id' },
     ]);
   }
   const p = principalOf(ctx);
   if (!p.tenants.includes('*') && !p.tenants.includes(tenant)) {
-    throw new FleetError('TENANT_FORBIDDEN', `this token is not granted tenant ${tenant}`);
+    throw new ApiError('TENANT_FORBIDDEN', `this token is not granted tenant ${tenant}`);
   }
   if (!p.scopes.includes('*') && !p.scopes.includes(scope)) {
-    throw new FleetError('INSUFFICIENT_SCOPE', `this operation needs scope ${scope}`);
+    throw new ApiError('INSUFFICIENT_SCOPE', `this operation needs scope ${scope}`);
   }
   return tenant;
 }
@@ -55,11 +51,11 @@ function tenantOf(ctx: Context, scope: Scope): string {
 async function bodyOf<S extends z.ZodType>(ctx: Context, schema: S, required: string[]): Promise<z.output<S>> {
   const raw = await readJsonBody(ctx);
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new FleetError('VALIDATION_ERROR', 'the body must be a JSON object');
+    throw new ApiError('VALIDATION_ERROR', 'the body must be a JSON object');
   }
   const missing = required.filter((f) => (raw as Record<string, unknown>)[f] === undefined || (raw as Record<string, unknown>)[f] === null);
   if (missing.length > 0) {
-    throw new FleetError(
+    throw new ApiError(
       'MISSING_REQUIRED_FIELD',
       `required field${missing.length > 1 ? 's' : ''} missing: ${missing.join(', ')}`,
       missing.map((path) => ({ path, message: 'is required' })),
@@ -68,14 +64,13 @@ async function bodyOf<S extends z.ZodType>(ctx: Context, schema: S, required: st
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const details = issuesToDetails(parsed.error.issues);
-    throw new FleetError('VALIDATION_ERROR', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
+    throw new ApiError('VALIDATION_ERROR', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
   }
   return parsed.data;
 }
 
 /** `page` and `limit`; a bad query is the shared 400, rendered here as VALIDATION_ERROR. */
 const pageOf = (ctx: Context) => parseQuery(ctx, pageQuery);
-
 
 /**
  * The tenant and scope check of a creating POST as a middleware, placed before its
@@ -94,36 +89,36 @@ export function fleetRoutes(fleet: Fleet, idempotent: Middleware): Router {
     const body = await bodyOf(ctx, groupBody, ['name']);
     const group = fleet.createGroup(tenant, principalOf(ctx).username, body);
     setEtag(ctx, fleet.groupTag(tenant, group.group_id));
-    success(ctx, group, 201);
+    success<FleetGroup>(ctx, group, 201);
   });
 
   router.get('/v1/fleet/groups', function listGroups(ctx) {
     const tenant = tenantOf(ctx, 'fleet:read');
-    success(ctx, fleet.listGroups(tenant, pageOf(ctx)));
+    success<FleetGroupPage>(ctx, fleet.listGroups(tenant, pageOf(ctx)));
   });
 
   router.get('/v1/fleet/groups/:groupId', function getGroup(ctx) {
     const tenant = tenantOf(ctx, 'fleet:read');
     const group = fleet.getGroup(tenant, ctx.params.groupId!);
     setEtag(ctx, fleet.groupTag(tenant, group.group_id));
-    success(ctx, group);
+    success<FleetGroup>(ctx, group);
   });
 
   router.get('/v1/fleet/groups/:groupId/vehicles', function groupVehicles(ctx) {
     const tenant = tenantOf(ctx, 'fleet:read');
-    success(ctx, fleet.groupVehicles(tenant, ctx.params.groupId!, pageOf(ctx)));
+    success<FleetGroupVehicles>(ctx, fleet.groupVehicles(tenant, ctx.params.groupId!, pageOf(ctx)));
   });
 
   router.post('/v1/fleet/vehicles', writerFirst, idempotent, async function registerVehicle(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, vehicleBody, ['vin']);
-    success(ctx, fleet.registerVehicle(tenant, body), 201);
+    success<FleetVehicle>(ctx, fleet.registerVehicle(tenant, body), 201);
   });
 
   router.put('/v1/fleet/vehicles/:vehicleId/group', async function assignVehicle(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, assignBody, ['group_id']);
-    success(ctx, fleet.assign(tenant, principalOf(ctx).username, ctx.params.vehicleId!, body.group_id, ifMatchOf(ctx)));
+    success<FleetAssignment>(ctx, fleet.assign(tenant, principalOf(ctx).username, ctx.params.vehicleId!, body.group_id, ifMatchOf(ctx)));
   });
 
   return router;

@@ -3,9 +3,8 @@
  * reading) and parses JSON bodies (400 with the parser's complaint when malformed).
  */
 import type { Context } from 'koa';
+import { MAX_BODY_BYTES } from '../../shared/api/common';
 import { ApiError, badRequest } from '../errors';
-
-export const MAX_BODY_BYTES = 1024 * 1024;
 
 const tooLarge = () => new ApiError('payload_too_large', `request body exceeds ${MAX_BODY_BYTES} bytes`);
 

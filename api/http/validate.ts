@@ -38,27 +38,6 @@ export function parseQuery<S extends z.ZodType>(ctx: Context, schema: S): z.outp
   return parseOrThrow(schema, query, 'query');
 }
 
-/** A whole number in a query string, within bounds, with a default when absent. */
-export const intParam = (min: number, max: number, fallback: number) =>
-  z
-    .string()
-    .regex(/^\d{1,9}$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max))
-    .default(fallback);
-
-/** An ISO 8601 date-time, normalised to UTC with milliseconds for comparison with stored times. */
-export const dateTimeParam = z
-  .string()
-  .refine((s) => z.iso.datetime({ offset: true }).safeParse(s).success, 'must be an ISO 8601 date-time')
-  .transform((s) => new Date(s).toISOString());
-
-/** `page` ≥ 1 (default 1) and `per_page` within 1..max (default `fallback`). */
-export const pagingParams = (maxPerPage: number, fallbackPerPage: number) => ({
-  page: intParam(1, 1_000_000, 1),
-  per_page: intParam(1, maxPerPage, fallbackPerPage),
-});
-
 export interface Paging {
   page: number;
   per_page: number;

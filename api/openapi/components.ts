@@ -1,12 +1,13 @@
 /**
  * @module The parts of the OpenAPI document that operations share: its object types, references
- * to named schemas and headers, the error responses of every status in both dialects, the
- * request headers, response headers and security schemes (`components`).
+ * to named schemas (`shared/api/` registers them) and headers, the error bodies and responses of
+ * every status in both dialects (named `Error404`, `FleetError404`: each names exactly the codes
+ * of its status in `shared/api/errors.ts`), the request headers, response headers and security
+ * schemes (`components`).
  */
 import type { z } from 'zod';
-import { MAX_BODY_BYTES } from '../http/body';
-import { errorBody, errorStatuses, type Dialect } from './errors';
-import { models } from './models';
+import { MAX_BODY_BYTES, models, named } from '../../shared/api/common';
+import { contractErrorBody, ERROR_CODES, FLEET_ERRORS, fleetErrorBody, type Dialect } from '../../shared/api/errors';
 import type { JsonSchema } from './operation';
 
 export type OpenApiDocument = {
@@ -37,9 +38,28 @@ export const headerRef = (name: string): RefObject => ({ $ref: `#/components/hea
 /** The `components.schemas` name of a registered model. */
 export function refTo(schema: z.ZodType): RefObject {
   const id = models.get(schema)?.id;
-  if (!id) throw new Error('a response schema of the OpenAPI document is not registered in api/openapi/models');
+  if (!id) throw new Error('a response schema of the OpenAPI document is not registered (shared/api/common.ts, named)');
   return schemaRef(id);
 }
+
+const byStatus = new Map<string, z.ZodType>();
+
+export const errorResponseName = (dialect: Dialect, status: number) => `${dialect === 'fleet' ? 'FleetError' : 'Error'}${status}`;
+
+/** The error body of `status` in `dialect`, registered once as `Error<status>` / `FleetError<status>`. */
+export function errorBody(dialect: Dialect, status: number): z.ZodType {
+  const id = errorResponseName(dialect, status);
+  let schema = byStatus.get(id);
+  if (!schema) {
+    schema = named(id, dialect === 'fleet' ? fleetErrorBody(status) : contractErrorBody(status));
+    byStatus.set(id, schema);
+  }
+  return schema;
+}
+
+/** The statuses that some code of the dialect carries. */
+const errorStatuses = (dialect: Dialect): number[] =>
+  [...new Set(Object.values<number>(dialect === 'fleet' ? FLEET_ERRORS : ERROR_CODES))].sort((a, b) => a - b);
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad request',
@@ -56,8 +76,6 @@ const STATUS_TEXT: Record<number, string> = {
   500: 'A bug: the message names the request id, and nothing else',
   503: 'Unavailable: retry after Retry-After seconds',
 };
-
-export const errorResponseName = (dialect: Dialect, status: number) => `${dialect === 'fleet' ? 'FleetError' : 'Error'}${status}`;
 
 /** `components.responses`: every error status of both dialects, with its body and headers. */
 export function errorResponses(): Record<string, ResponseObject> {

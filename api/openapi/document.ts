@@ -1,16 +1,18 @@
 /**
- * @module The OpenAPI 3.1 document of the API, built from the zod schemas the routes validate
- * requests with (zod's JSON Schema output, draft 2020-12, their input side) and the response
- * models of `./models`. The operation tables (`./operations/`) say what each route takes and
- * answers; this module adds what operations of a kind share (authentication, body limits,
- * idempotency keys, `If-Match`, `X-Request-ID`) and names every error body per status.
- * `GET /v1/openapi.json` serves it and `npm run build` writes it to docs/openapi.json.
+ * @module The OpenAPI 3.1 document of the API, built from the zod schemas of `shared/api/`: the
+ * request schemas the routes validate with (zod's JSON Schema output, draft 2020-12, their input
+ * side) and the response schemas registered there. Each feature's operation table (beside its
+ * routes, e.g. api/sessions/openapi.ts) says what each route takes and answers; this module adds
+ * what operations of a kind share (authentication, body limits, idempotency keys, `If-Match`,
+ * `X-Request-ID`) and names every error body per status. `GET /v1/openapi.json` serves it and
+ * `npm run build` writes it to docs/openapi.json.
  */
 import { z } from 'zod';
+import { MAX_BODY_BYTES, models } from '../../shared/api/common';
+import { dialectOf, type Dialect } from '../../shared/api/errors';
 import { TETHER_VERSION } from '../../shared/version';
-import { MAX_BODY_BYTES } from '../http/body';
-import { isFleetPath } from '../fleet/errors';
 import {
+  errorBody,
   ETAG,
   errorResponseName,
   errorResponses,
@@ -22,10 +24,7 @@ import {
   type RefObject,
   type ResponseObject,
 } from './components';
-import { errorBody, type Dialect } from './errors';
-import { models } from './models';
 import { TAGS, type JsonSchema, type OperationSpec, type ResponseSpec } from './operation';
-import { OPERATIONS } from './operations/index';
 
 export type { OpenApiDocument, OperationObject, RefObject, ResponseObject } from './components';
 
@@ -123,7 +122,7 @@ function parametersOf(op: OperationSpec): JsonSchema[] {
 const SECURITY = { public: [], bearer: [{ bearerAuth: [] }], events: [{ bearerAuth: [] }, { eventsTicket: [] }] };
 
 function operationObject(op: OperationSpec): OperationObject {
-  const dialect: Dialect = isFleetPath(op.path) ? 'fleet' : 'contract';
+  const dialect = dialectOf(op.path);
   const responses: Record<string, ResponseObject | RefObject> = {};
   for (const [status, r] of Object.entries(op.responses)) {
     const headers: Record<string, RefObject | JsonSchema> = { 'X-Request-ID': headerRef('X-Request-ID') };
@@ -163,10 +162,10 @@ const DESCRIPTION = `The operator API of tether: devices and their agents, remot
 
 Successes are \`{"status": <http>, "data": …}\`, lists add \`"meta": {page, per_page, total}\`; errors are \`{"error": code, "message": text, "status": http, "details"?: [{path, message}]}\`. The fleet interface (\`/v1/fleet/…\`) answers \`{"status": "success", "data", "timestamp", "request_id"}\` and errors \`{"status": "error", "error": {code, message, details?}, "timestamp", "request_id"}\`. Every response carries \`X-Request-ID\`. Checks run in this order and the first failing one answers: 401, 429, 400, 403, 404, 503, 422, 409. A request Node's HTTP parser refuses (malformed, headers over 16 KiB, too slow) is answered 400 or 408 in the error shape of its path. docs/http-api.md describes the same in prose.`;
 
-/** The OpenAPI 3.1 document of everything `createApi()` serves. */
-export function buildOpenApiDocument(): OpenApiDocument {
+/** The OpenAPI 3.1 document of `operations` (api/operations.ts: everything `createApi()` serves). */
+export function buildOpenApiDocument(operations: readonly OperationSpec[]): OpenApiDocument {
   const paths: Record<string, Record<string, OperationObject>> = {};
-  for (const op of OPERATIONS) {
+  for (const op of operations) {
     const item = (paths[op.path] ??= {});
     if (item[op.method]) throw new Error(`${op.method.toUpperCase()} ${op.path} is described twice`);
     item[op.method] = operationObject(op);

@@ -4,12 +4,7 @@
  * (api/http/envelope.ts and api/fleet/envelope.ts write them).
  */
 import { z } from 'zod';
-import { named, timestamp } from './models';
-
-const listMeta = named(
-  'ListMeta',
-  z.strictObject({ page: z.int().min(1), per_page: z.int().min(1), total: z.int().min(0) }),
-);
+import { listMeta, named, timestamp } from '../../shared/api/common';
 
 /** `{status, data}` with `status` the HTTP status. */
 export const okBody = (id: string, data: z.ZodType, status = 200) =>

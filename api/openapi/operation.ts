@@ -1,6 +1,7 @@
 /**
- * @module How an operation is described for the OpenAPI document: one plain object per route,
- * next to the request schemas the route validates with and the models it answers with. The
+ * @module How an operation is described for the OpenAPI document: one plain object per route, in
+ * a table beside the feature's routes (`api/<feature>/openapi.ts`), naming the request schemas the
+ * route validates with and the response schemas it answers with (both from `shared/api/`). The
  * document builder (`./document`) adds what every operation of a kind shares: authentication's
  * 401, 500, the body limits, idempotency keys, `If-Match`, `X-Request-ID`.
  */
@@ -29,7 +30,7 @@ export type ResponseHeader = 'ETag' | 'Retry-After' | 'Content-Disposition' | 'C
 
 export interface ResponseSpec {
   description: string;
-  /** The JSON body: a schema registered in `./models`. */
+  /** The JSON body: a schema registered by name (`named` of `shared/api/common.ts`). */
   json?: z.ZodType;
   /** Bodies of other media types, each with its JSON Schema. */
   media?: Record<string, JsonSchema>;

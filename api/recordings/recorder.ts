@@ -1,25 +1,21 @@
 /**
  * @module Session recordings (docs/http-api.md, recordings): the recorder the broker's streams
  * report to (`shared/recording.ts`), one `SessionRecording` per recorded session, a row per
- * recording, the repair at start-up of recordings a killed server left unfinished, and the
- * retention that deletes old ones (the file first, then the row, so a row never names a file
- * that is gone while the row stays, and a failed delete is tried again). The store as a whole is
- * bounded (`store-budget.ts`): a recording it has no room for is kept as an empty, truncated one.
+ * recording, the repair at start-up of recordings a killed server left unfinished (`repair.ts`),
+ * and the retention that deletes old ones (`retention.ts`). The store as a whole is bounded
+ * (`store-budget.ts`): a recording it has no room for is kept as an empty, truncated one.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
-import { rename, stat, unlink } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { createGunzip, createGzip } from 'node:zlib';
-import { parseCastEvent } from '../../shared/asciicast';
 import type { Logger } from '../../shared/log';
 import type { Metrics } from '../../shared/metrics';
-import type { RecordingPort, StreamRecording } from '../../shared/recording';
+import type { StreamRecorder as RecordingPort, StreamRecording } from '../../shared/recording';
 import type { StreamGrant } from '../../shared/session-stream';
 import type { Store } from '../store/index';
 import type { RecordingRow } from '../store/recordings';
+import { repairCast } from './repair';
+import { createRetention } from './retention';
 import { SessionRecording, type LiveRecording } from './session-recording';
 import { createStoreBudget } from './store-budget';
 
@@ -38,8 +34,6 @@ export interface RecorderSettings {
   minFreeBytes?: number | undefined;
 }
 
-const RETENTION_EVERY_MS = 60 * 60 * 1000;
-const DAY_MS = 24 * 60 * 60 * 1000;
 const EMPTY_SHA256 = createHash('sha256').digest('hex');
 
 export function createRecorder(store: Store, settings: RecorderSettings, log: Logger, now: () => number, metrics?: Metrics) {
@@ -58,8 +52,8 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
   metrics?.gauge('tether_recordings_stored_bytes', 'Compressed bytes of every stored shell recording together.', () => budget.used);
   const closing = new Set<Promise<void>>();
   const closingIds = new Set<string>();
-  let retentionTimer: NodeJS.Timeout | undefined;
   const fileOf = (row: Pick<RecordingRow, 'file'>) => join(settings.dir, row.file);
+  const retention = createRetention({ store, retentionDays: settings.retentionDays, fileOf, budget, log, now });
 
   function track(work: Promise<void>): void {
     closing.add(work);
@@ -123,68 +117,16 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
 
   /** Repairs one recording a killed server left: its complete lines kept, the rest dropped, the row made true. */
   async function repair(row: RecordingRow): Promise<void> {
-    const path = fileOf(row);
-    const temp = `${path}.repair`;
-    const hash = createHash('sha256');
-    let bytes = 0;
-    let lastT = 0;
-    let partial = '';
-    // Complete lines only: a batch cut short by the kill is dropped whole.
-    const lines = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        const text = partial + chunk.toString('utf8');
-        const cut = text.lastIndexOf('\n') + 1;
-        partial = text.slice(cut);
-        const whole = text.slice(0, cut);
-        for (const line of whole.split('\n')) {
-          const event = parseCastEvent(line);
-          if (event) lastT = event[0];
-        }
-        const out = Buffer.from(whole, 'utf8');
-        hash.update(out);
-        bytes += out.length;
-        done(null, out);
-      },
-    });
-    const gunzip = createGunzip();
-    // A gzip member cut short ends the input early; what came before it is kept.
-    const lenient = new Transform({ transform: (c, _e, done) => done(null, c) });
-    gunzip.on('error', () => lenient.end());
-    createReadStream(path).on('error', () => lenient.end()).pipe(gunzip).pipe(lenient);
-    await pipeline(lenient, lines, createGzip(), createWriteStream(temp, { mode: 0o600 }));
-    await rename(temp, path);
-    const stored = (await stat(path)).size;
-    budget.reset(budget.used - row.stored_bytes + stored);
+    const repaired = await repairCast(fileOf(row));
+    budget.reset(budget.used - row.stored_bytes + repaired.stored_bytes);
     store.recordings.update(row.session_id, {
       ended_at: new Date(now()).toISOString(),
-      duration_s: lastT,
-      bytes,
-      sha256: hash.digest('hex'),
-      stored_bytes: stored,
+      duration_s: repaired.duration_s,
+      bytes: repaired.bytes,
+      sha256: repaired.sha256,
+      stored_bytes: repaired.stored_bytes,
       truncated: row.truncated,
     });
-  }
-
-  /** Deletes the recordings older than the retention: the file, then the row. */
-  async function purge(): Promise<number> {
-    if (settings.retentionDays <= 0) return 0;
-    const cutoff = new Date(now() - settings.retentionDays * DAY_MS).toISOString();
-    let deleted = 0;
-    for (const row of store.recordings.endedBefore(cutoff)) {
-      try {
-        await unlink(fileOf(row));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-          log.warn('could not delete an old recording; trying again later', { session_id: row.session_id, err: (err as Error).message });
-          continue;
-        }
-      }
-      store.recordings.delete(row.session_id);
-      budget.release(row.stored_bytes);
-      deleted++;
-    }
-    if (deleted > 0) log.info('deleted old recordings', { deleted, retention_days: settings.retentionDays });
-    return deleted;
   }
 
   return {
@@ -222,16 +164,16 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
           log.error('could not repair a recording', { session_id: row.session_id, err: (err as Error).message });
         }
       }
-      await purge();
-      retentionTimer = setInterval(() => void purge().catch((err: Error) => log.error('retention failed', { err: err.message })), RETENTION_EVERY_MS);
-      retentionTimer.unref();
+      await retention.purge();
+      retention.arm();
     },
 
-    purge,
+    /** Deletes the recordings older than the retention: the file, then the row. */
+    purge: retention.purge,
 
     /** Finishes every recording (their sessions closed at shutdown) before the database closes. */
     async stop(): Promise<void> {
-      clearInterval(retentionTimer);
+      retention.disarm();
       for (const id of [...active.keys()]) this.sessionClosed(id);
       await Promise.allSettled([...closing]);
     },

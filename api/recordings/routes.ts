@@ -9,7 +9,7 @@ import { stat } from 'node:fs/promises';
 import { pipeline, Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import Router from '@koa/router';
-import { z } from 'zod';
+import { recordingQuery, type Recording } from '../../shared/api/sessions';
 import { notFound } from '../errors';
 import { principalOf } from '../http/auth';
 import { parseQuery } from '../http/validate';
@@ -18,24 +18,9 @@ import type { Store } from '../store/index';
 import type { Recorder } from './recorder';
 import { castToText } from './text-export';
 
-/** A recording as the session record shows it. */
-export interface RecordingView {
-  /** Size and SHA-256 of the asciicast (what `GET …/recording` answers with, once finished). */
-  bytes: number;
-  sha256: string;
-  duration_s: number;
-  truncated: boolean;
-  /** Size of the compressed file on the server. */
-  stored_bytes: number;
-  /** Whether keystrokes were recorded. */
-  input: boolean;
-  /** A stream of the session is being recorded right now. */
-  in_progress: boolean;
-}
-
 /** The `recording` field of a session record: where its recording stands, or null. */
 export function recordingViewer(store: Store, recorder: Recorder) {
-  return function recordingOf(sessionId: string): RecordingView | null {
+  return function recordingOf(sessionId: string): Recording | null {
     const row = store.recordings.get(sessionId);
     if (!row) return null;
     const live = recorder.live(sessionId);
@@ -50,10 +35,6 @@ export function recordingViewer(store: Store, recorder: Recorder) {
     };
   };
 }
-
-export const recordingQuery = z.strictObject({
-  format: z.enum(['cast', 'text'], { error: 'must be cast or text' }).default('cast'),
-});
 
 export function recordingRoutes(deps: { store: Store; sessions: Sessions; recorder: Recorder; now: () => number }): Router {
   const { store, sessions, recorder } = deps;

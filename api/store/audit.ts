@@ -3,8 +3,9 @@ import type { Db } from './db';
 import type { SessionProtocol } from '../../shared/control-channel';
 
 /** `session.joined`: someone other than its owner (an administrator) connected to a session's stream. */
-export const AUDIT_EVENTS = ['session.opened', 'session.closed', 'session.expired', 'session.joined', 'recording.viewed'] as const;
-export type AuditEventName = (typeof AUDIT_EVENTS)[number];
+import type { AuditEventName } from '../../shared/api/sessions';
+
+export { AUDIT_EVENTS, type AuditEventName } from '../../shared/api/sessions';
 
 export interface AuditEvent {
   id: number;

@@ -7,25 +7,10 @@ import { confirm } from '../confirm';
 import type { Context } from '../context';
 import { describe } from '../describe';
 import { printJson, table } from '../output';
-import { ENVIRONMENTS, serviceUrl, shortTime, stateOf, type EnvFlag, type Environment, type Service } from './deploy/service';
+import type { CanaryState, Environment, Service, ServiceChange, ServiceDeleted, ServiceDetail, Revision } from '../../shared/api/services';
+import { ENVIRONMENTS, serviceUrl, shortTime, stateOf, type EnvFlag } from './deploy/service';
 
 export { deployApply } from './deploy/apply';
-
-interface Revision {
-  revision: string;
-  image: string;
-  deployed_at: string;
-  deployed_by: string;
-  status: 'current' | 'previous' | 'available';
-}
-
-interface Canary {
-  service: string;
-  environment: Environment;
-  canary_active: boolean;
-  stable: { revision: string; image: string; weight: number };
-  canary: { revision: string; image: string; weight: number } | null;
-}
 
 const PAGE = 100;
 const canaryText = (s: Service) => (s.canary ? `${s.canary.revision} at ${s.canary.weight}%` : null);
@@ -62,7 +47,7 @@ export async function deployList(ctx: Context, flags: { env?: Environment; statu
 }
 
 export async function deployGet(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
-  const s = await ctx.api().request<Service>('GET', serviceUrl(name, flags.env));
+  const s = await ctx.api().request<ServiceDetail>('GET', serviceUrl(name, flags.env));
   if (flags.json) return printJson(ctx.out, s);
   ctx.out.stdout(
     describe([
@@ -84,15 +69,15 @@ export async function deployHistory(ctx: Context, name: string, flags: EnvFlag &
   const revisions = await allPages<Revision>(ctx, (page) => serviceUrl(name, flags.env, '/revisions', { page: String(page), per_page: String(PAGE) }));
   if (flags.json) return printJson(ctx.out, revisions);
   // The API calls a canary's revision `available`; the table says which one is the canary.
-  const { canary } = await ctx.api().request<Service>('GET', serviceUrl(name, flags.env));
+  const { canary } = await ctx.api().request<ServiceDetail>('GET', serviceUrl(name, flags.env));
   const status = (r: Revision) => (canary?.revision === r.revision ? `canary (${canary.weight}%)` : r.status);
   const rows = revisions.map((r) => ({ revision: r.revision, status: status(r), image: r.image, deployed: shortTime(r.deployed_at), by: r.deployed_by }));
   ctx.out.stdout(table(rows, ['revision', 'status', 'image', 'deployed', 'by']));
 }
 
 export async function deployRollback(ctx: Context, name: string, flags: EnvFlag & { revision?: string; json?: boolean }): Promise<void> {
-  const before = await ctx.api().request<Service>('GET', serviceUrl(name, flags.env));
-  const s = await ctx.api().request<Service>('POST', serviceUrl(name, flags.env, '/rollback', flags.revision ? { revision: flags.revision } : {}), {});
+  const before = await ctx.api().request<ServiceDetail>('GET', serviceUrl(name, flags.env));
+  const s = await ctx.api().request<ServiceChange>('POST', serviceUrl(name, flags.env, '/rollback', flags.revision ? { revision: flags.revision } : {}), {});
   if (flags.json) return printJson(ctx.out, s);
   const from = before.canary ? `${before.current_revision}, canary ${before.canary.revision} dropped` : before.current_revision;
   ctx.out.stdout(`rolled back ${s.name} in ${s.environment} to ${s.current_revision} (from ${from}); status: ${stateOf(s)}\n`);
@@ -101,22 +86,22 @@ export async function deployRollback(ctx: Context, name: string, flags: EnvFlag 
 export async function deployRemove(ctx: Context, name: string, flags: EnvFlag & { yes?: boolean; json?: boolean }): Promise<void> {
   if (!flags.yes) {
     // Asked about a service that exists, with what it runs: a typo fails before the question.
-    const s = await ctx.api().request<Service>('GET', serviceUrl(name, flags.env));
+    const s = await ctx.api().request<ServiceDetail>('GET', serviceUrl(name, flags.env));
     await confirm(`delete service ${name} from ${flags.env}`, `Its ${s.replicas.desired} replicas of ${s.current_revision} stop and its revisions are forgotten`, flags.yes);
   }
-  const gone = await ctx.api().request<{ name: string; environment: Environment; deleted: true }>('DELETE', serviceUrl(name, flags.env));
+  const gone = await ctx.api().request<ServiceDeleted>('DELETE', serviceUrl(name, flags.env));
   if (flags.json) return printJson(ctx.out, gone);
   ctx.out.stdout(`deleted service ${gone.name} from ${gone.environment}\n`);
 }
 
 /** The canary state as a table of its two tracks. */
-function printCanary(ctx: Context, c: Canary, said: string): void {
+function printCanary(ctx: Context, c: CanaryState, said: string): void {
   const tracks = [{ track: 'stable', ...c.stable }, ...(c.canary ? [{ track: 'canary', ...c.canary }] : [])];
   ctx.out.stdout(`${said}\n${table(tracks.map((t) => ({ ...t, weight: `${t.weight}%` })), ['track', 'revision', 'weight', 'image'])}`);
 }
 
 export async function canaryGet(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
-  const c = await ctx.api().request<Canary>('GET', serviceUrl(name, flags.env, '/canary'));
+  const c = await ctx.api().request<CanaryState>('GET', serviceUrl(name, flags.env, '/canary'));
   if (flags.json) return printJson(ctx.out, c);
   const said = c.canary
     ? `${c.service} in ${c.environment}: canary ${c.canary.revision} takes ${c.canary.weight}% of traffic${c.canary.weight === 0 ? ' (halted)' : ''}`
@@ -125,27 +110,27 @@ export async function canaryGet(ctx: Context, name: string, flags: EnvFlag & { j
 }
 
 const SAID = {
-  weight: (c: Canary, weight: number) =>
+  weight: (c: CanaryState, weight: number) =>
     c.canary
       ? `canary ${c.canary.revision} of ${c.service} in ${c.environment} now takes ${weight}% of traffic`
       : `promoted ${c.stable.revision} of ${c.service} in ${c.environment}: it takes all traffic`,
-  halt: (c: Canary) => `halted canary ${c.canary?.revision} of ${c.service} in ${c.environment}: all traffic goes to ${c.stable.revision}`,
+  halt: (c: CanaryState) => `halted canary ${c.canary?.revision} of ${c.service} in ${c.environment}: all traffic goes to ${c.stable.revision}`,
 };
 
 export async function canaryWeight(ctx: Context, name: string, weight: number, flags: EnvFlag & { json?: boolean }): Promise<void> {
-  const c = await ctx.api().request<Canary>('PUT', serviceUrl(name, flags.env, '/canary/weight'), { weight });
+  const c = await ctx.api().request<CanaryState>('PUT', serviceUrl(name, flags.env, '/canary/weight'), { weight });
   if (flags.json) return printJson(ctx.out, c);
   printCanary(ctx, c, weight === 0 ? SAID.halt(c) : SAID.weight(c, weight));
 }
 
 export async function canaryHalt(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
-  const c = await ctx.api().request<Canary>('POST', serviceUrl(name, flags.env, '/canary/halt'));
+  const c = await ctx.api().request<CanaryState>('POST', serviceUrl(name, flags.env, '/canary/halt'));
   if (flags.json) return printJson(ctx.out, c);
   printCanary(ctx, c, SAID.halt(c));
 }
 
 export async function canaryPromote(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
-  const s = await ctx.api().request<Service>('POST', serviceUrl(name, flags.env, '/canary/promote'));
+  const s = await ctx.api().request<ServiceChange>('POST', serviceUrl(name, flags.env, '/canary/promote'));
   if (flags.json) return printJson(ctx.out, s);
   ctx.out.stdout(`promoted ${s.current_revision} of ${s.name} in ${s.environment}: it takes all traffic (previous: ${s.previous_revision ?? '-'}); status: ${stateOf(s)}\n`);
 }

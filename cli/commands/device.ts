@@ -2,6 +2,7 @@
  * @module `tether device add | list | show | rm | rotate-token`: the device registry
  * (docs/http-api.md, endpoints) and the agent tokens that let devices in.
  */
+import type { AgentTokenIssued, Device, DeviceCreated, DeviceDeleted } from '../../shared/api/devices';
 import { ApiFailure } from '../api-client';
 import { confirm } from '../confirm';
 import type { Context } from '../context';
@@ -9,29 +10,13 @@ import { describe } from '../describe';
 import { CliError, usageError } from '../errors';
 import { printJson, table } from '../output';
 
-/** A device as `GET /v1/devices` and `GET /v1/devices/{id}` answer it. */
-interface Device {
-  device_id: string;
-  agent_status: 'online' | 'offline';
-  last_seen_at: string | null;
-  labels: Record<string, string>;
-  agent_version: string | null;
-  created_at: string;
-  forward_allow: string[] | null;
-}
-
-interface AgentToken {
-  device_id: string;
-  agent_token: string;
-}
-
 const PAGE = 200;
 const shortTime = (iso: string | null) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : null);
 const deviceUrl = (id: string) => `/v1/devices/${encodeURIComponent(id)}`;
 const labelsText = (labels: Record<string, string>) => Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',') || null;
 
 /** The agent token, shown once, and the commands that start the device's agent with it. */
-function printAgentToken(ctx: Context, said: string, t: AgentToken): void {
+function printAgentToken(ctx: Context, said: string, t: AgentTokenIssued): void {
   const server = ctx.api().server;
   ctx.out.stdout(
     `${said} (shown only this once):\n\n` +
@@ -50,7 +35,7 @@ export async function deviceAdd(ctx: Context, deviceId: string, flags: { json?: 
     if (at <= 0) throw usageError(`--label takes key=value, not ${l}`);
     labels[l.slice(0, at)] = l.slice(at + 1);
   }
-  let created: AgentToken;
+  let created: DeviceCreated;
   try {
     created = await ctx.api().request('POST', '/v1/devices', { device_id: deviceId, labels });
   } catch (err) {
@@ -104,14 +89,14 @@ export async function deviceRemove(ctx: Context, deviceId: string, flags: { yes?
     const d = await ctx.api().request<Device>('GET', deviceUrl(deviceId));
     await confirm(`delete device ${deviceId}`, `Its agent (${d.agent_status}) is disconnected for good and its open sessions close`, flags.yes);
   }
-  const gone = await ctx.api().request<{ device_id: string; deleted: true; sessions_closed: number }>('DELETE', deviceUrl(deviceId));
+  const gone = await ctx.api().request<DeviceDeleted>('DELETE', deviceUrl(deviceId));
   if (flags.json) return printJson(ctx.out, gone);
   const sessions = gone.sessions_closed === 1 ? '1 open session' : `${gone.sessions_closed} open sessions`;
   ctx.out.stdout(`deleted device ${gone.device_id}: its agent token no longer works (a connected agent was disconnected); closed ${sessions}\n`);
 }
 
 export async function deviceRotateToken(ctx: Context, deviceId: string, flags: { json?: boolean }): Promise<void> {
-  const issued = await ctx.api().request<AgentToken>('POST', `${deviceUrl(deviceId)}/agent-token`, {});
+  const issued = await ctx.api().request<AgentTokenIssued>('POST', `${deviceUrl(deviceId)}/agent-token`, {});
   if (flags.json) return printJson(ctx.out, issued);
   printAgentToken(
     ctx,

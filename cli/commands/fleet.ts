@@ -3,45 +3,13 @@
  * list`: the fleet interface (docs/http-api.md, fleet groups), in the tenant named by `--tenant`
  * or, without it, the one tenant the token is granted.
  */
+import type { FleetAssignment, FleetGroup, FleetGroupVehicles, FleetPagination, FleetVehicle } from '../../shared/api/fleet';
+import type { Me } from '../../shared/api/identity';
 import type { RequestOptions } from '../api-client';
 import type { Context } from '../context';
 import { describe } from '../describe';
 import { CliError, usageError } from '../errors';
 import { printJson, table } from '../output';
-
-interface Group {
-  group_id: string;
-  name: string;
-  description: string | null;
-  region: string | null;
-  tags: string[];
-  vehicle_count: number;
-  created_at: string;
-  created_by: string;
-}
-
-interface Vehicle {
-  vehicle_id: string;
-  vin: string;
-  status: string;
-  device_id: string | null;
-  group_id: string | null;
-  created_at: string;
-}
-
-interface Assignment {
-  vehicle_id: string;
-  vin: string;
-  group_id: string;
-  group_name: string;
-  assigned_at: string;
-  assigned_by: string;
-}
-
-interface Pagination {
-  page: number;
-  total_pages: number;
-}
 
 /** The fleet interface's largest page. */
 const LIMIT = 100;
@@ -54,7 +22,7 @@ export interface TenantFlag {
 /** The tenant to act in: `--tenant`, else the token's only one; a usage error when that is not one tenant. */
 async function tenantOf(ctx: Context, flags: TenantFlag): Promise<string> {
   if (flags.tenant) return flags.tenant;
-  const { tenants } = await ctx.api().request<{ tenants: string[] }>('GET', '/v1/me');
+  const { tenants } = await ctx.api().request<Me>('GET', '/v1/me');
   if (tenants.length === 1 && tenants[0] !== '*') return tenants[0]!;
   if (tenants.includes('*')) throw usageError('this token is granted every tenant; name one with --tenant');
   if (tenants.length === 0) {
@@ -74,7 +42,7 @@ type FleetApi = ReturnType<typeof fleetApi>;
 async function allPages<T>(call: FleetApi, path: string, key: string): Promise<T[]> {
   const items: T[] = [];
   for (let page = 1; ; page++) {
-    const data = await call<Record<string, unknown> & { pagination: Pagination }>('GET', `${path}?page=${page}&limit=${LIMIT}`);
+    const data = await call<Record<string, unknown> & { pagination: FleetPagination }>('GET', `${path}?page=${page}&limit=${LIMIT}`);
     items.push(...(data[key] as T[]));
     if (page >= data.pagination.total_pages) return items;
   }
@@ -84,14 +52,14 @@ async function allPages<T>(call: FleetApi, path: string, key: string): Promise<T
 async function groupIdOf(call: FleetApi, tenant: string, ref: string): Promise<string> {
   if (ref.startsWith('grp_')) return ref;
   const key = (name: string) => name.trim().normalize('NFC').toLowerCase();
-  const found = (await allPages<Group>(call, '/v1/fleet/groups', 'groups')).find((g) => key(g.name) === key(ref));
+  const found = (await allPages<FleetGroup>(call, '/v1/fleet/groups', 'groups')).find((g) => key(g.name) === key(ref));
   if (!found) throw new CliError(`no group named "${ref}" in tenant ${tenant} (GROUP_NOT_FOUND)`, 'GROUP_NOT_FOUND');
   return found.group_id;
 }
 
 export async function groupList(ctx: Context, flags: TenantFlag & { json?: boolean }): Promise<void> {
   const tenant = await tenantOf(ctx, flags);
-  const groups = await allPages<Group>(fleetApi(ctx, tenant), '/v1/fleet/groups', 'groups');
+  const groups = await allPages<FleetGroup>(fleetApi(ctx, tenant), '/v1/fleet/groups', 'groups');
   if (flags.json) return printJson(ctx.out, groups);
   if (groups.length === 0) return ctx.out.stdout(`no groups in tenant ${tenant}\n`);
   const rows = groups.map((g) => ({ group: g.group_id, name: g.name, region: g.region, vehicles: g.vehicle_count, tags: g.tags.join(',') || null }));
@@ -108,7 +76,7 @@ export interface GroupCreateFlags extends TenantFlag {
 export async function groupCreate(ctx: Context, name: string, flags: GroupCreateFlags): Promise<void> {
   const tenant = await tenantOf(ctx, flags);
   const body = { name, description: flags.description, region: flags.region, tags: flags.tag };
-  const g = await fleetApi(ctx, tenant)<Group>('POST', '/v1/fleet/groups', body);
+  const g = await fleetApi(ctx, tenant)<FleetGroup>('POST', '/v1/fleet/groups', body);
   if (flags.json) return printJson(ctx.out, g);
   ctx.out.stdout(`created group ${g.group_id} "${g.name}" in tenant ${tenant}\n`);
 }
@@ -117,7 +85,7 @@ export async function groupShow(ctx: Context, ref: string, flags: TenantFlag & {
   const tenant = await tenantOf(ctx, flags);
   const call = fleetApi(ctx, tenant);
   const id = await groupIdOf(call, tenant, ref);
-  const g = await call<Group>('GET', `/v1/fleet/groups/${encodeURIComponent(id)}`);
+  const g = await call<FleetGroup>('GET', `/v1/fleet/groups/${encodeURIComponent(id)}`);
   if (flags.json) return printJson(ctx.out, g);
   ctx.out.stdout(
     describe([
@@ -135,7 +103,7 @@ export async function groupShow(ctx: Context, ref: string, flags: TenantFlag & {
 
 /** Puts a vehicle in a group (moving it out of the one it was in). */
 const assign = (call: FleetApi, vehicleId: string, groupId: string) =>
-  call<Assignment>('PUT', `/v1/fleet/vehicles/${encodeURIComponent(vehicleId)}/group`, { group_id: groupId });
+  call<FleetAssignment>('PUT', `/v1/fleet/vehicles/${encodeURIComponent(vehicleId)}/group`, { group_id: groupId });
 
 export interface RegisterFlags extends TenantFlag {
   id?: string;
@@ -149,7 +117,7 @@ export async function vehicleRegister(ctx: Context, vin: string, flags: Register
   const call = fleetApi(ctx, tenant);
   // The group is found first, so that a wrong one registers nothing.
   const groupId = flags.group === undefined ? undefined : await groupIdOf(call, tenant, flags.group);
-  const v = await call<Vehicle>('POST', '/v1/fleet/vehicles', { vin, vehicle_id: flags.id, device_id: flags.device });
+  const v = await call<FleetVehicle>('POST', '/v1/fleet/vehicles', { vin, vehicle_id: flags.id, device_id: flags.device });
   const assigned = groupId === undefined ? undefined : await assign(call, v.vehicle_id, groupId);
   if (flags.json) return printJson(ctx.out, assigned ? { ...v, group_id: assigned.group_id } : v);
   ctx.out.stdout(
@@ -170,7 +138,7 @@ export async function vehicleList(ctx: Context, flags: TenantFlag & { group: str
   const tenant = await tenantOf(ctx, flags);
   const call = fleetApi(ctx, tenant);
   const id = await groupIdOf(call, tenant, flags.group);
-  const vehicles = await allPages<Pick<Vehicle, 'vehicle_id' | 'vin' | 'status'>>(call, `/v1/fleet/groups/${encodeURIComponent(id)}/vehicles`, 'vehicles');
+  const vehicles = await allPages<FleetGroupVehicles['vehicles'][number]>(call, `/v1/fleet/groups/${encodeURIComponent(id)}/vehicles`, 'vehicles');
   if (flags.json) return printJson(ctx.out, vehicles);
   if (vehicles.length === 0) return ctx.out.stdout(`no vehicles in group ${id}\n`);
   ctx.out.stdout(table(vehicles.map((v) => ({ vehicle: v.vehicle_id, vin: v.vin, status: v.status })), ['vehicle', 'vin', 'status']));

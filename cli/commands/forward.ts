@@ -8,17 +8,18 @@
  * 0; the session closing or expiring under it exits 1, saying why.
  */
 import { createServer, type Server, type Socket } from 'node:net';
+import type { Session } from '../../shared/api/sessions';
 import { MAX_TARGETS } from '../../shared/forward-targets';
 import { FORWARD_PROTOCOL_ERROR } from '../../shared/port-forward/protocol';
 import { ForwardMux, type ConnectionReport } from '../../shared/port-forward/mux';
 import { STREAM_CLOSE } from '../../shared/session-stream';
-import type { StreamSocket } from '../../shared/ws-client';
+import type { WsClient as StreamSocket } from '../../shared/ws-client';
 import type { Context } from '../context';
 import { CliError, usageError } from '../errors';
 import { explainClose } from '../explain-close';
 import { parseForwardSpec, type ForwardSpec } from '../forward-spec';
 import { formatBytes, printJson } from '../output';
-import { closeSession, openSession, type Session } from '../sessions';
+import { closeSession, openSession } from '../sessions';
 import { connectSessionSocket } from '../stream';
 
 export interface ForwardFlags {
@@ -155,6 +156,8 @@ class Tunnel {
   #mux: ForwardMux | undefined;
   #nextId = 1;
   #closed = false;
+  /** True while the stream's end cuts its connections: that is said once, by the stream. */
+  #ending = false;
   #attempt = 0;
   #retry: NodeJS.Timeout | undefined;
 
@@ -193,7 +196,7 @@ class Tunnel {
     this.#ws = ws;
     this.#mux = mux;
     void closed.then(({ code, reason }) => {
-      mux.closeAll('the stream ended');
+      this.#endConnections(mux);
       this.#ws = undefined;
       this.#mux = undefined;
       if (this.#closed) return;
@@ -226,12 +229,22 @@ class Tunnel {
     this.#mux.open(id, l.spec.target, socket);
   }
 
+  /** Cuts every connection `mux` carries: the stream under them is gone. */
+  #endConnections(mux: ForwardMux): void {
+    this.#ending = true;
+    try {
+      mux.closeAll('the stream ended');
+    } finally {
+      this.#ending = false;
+    }
+  }
+
   #report(r: ConnectionReport): void {
+    // A connection cut because the stream ended is said once, by the stream.
+    if (this.#ending) return;
     const bytes = `${formatBytes(r.sent)} sent, ${formatBytes(r.received)} received`;
     if (!r.reset) return this.events.log(`connection ${r.id} to ${r.target} closed (${bytes})`);
     const { reason, by, message } = r.reset;
-    // A connection cut because the stream ended is said once, by the stream.
-    if (by === 'us' && reason === 'closed' && message === 'the stream ended') return;
     const what =
       by === 'us'
         ? 'reset on this side'
@@ -249,7 +262,7 @@ class Tunnel {
   close(): void {
     this.#closed = true;
     clearTimeout(this.#retry);
-    this.#mux?.closeAll('the stream ended');
+    if (this.#mux) this.#endConnections(this.#mux);
     this.#ws?.close(1000, 'client done');
   }
 }

@@ -1,15 +1,10 @@
 /** @module `tether login` and `tether token`: getting a user token, storing it and showing it (docs/cli.md). */
+import type { IssuedToken } from '../../shared/api/identity';
 import { ApiFailure, createApiClient } from '../api-client';
 import { configPath, loginHint, readConfig, writeConfig } from '../config';
 import type { Context } from '../context';
 import { CliError, usageError } from '../errors';
 import { readPasswords } from '../prompt';
-
-interface IssuedToken {
-  token: string;
-  token_id: string;
-  expires_at: string;
-}
 
 /** Exchanges a password for a token and stores it, keeping the config file's other fields. */
 export async function login(ctx: Context, opts: { server?: string; username?: string; passwordStdin?: boolean }): Promise<void> {

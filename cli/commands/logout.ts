@@ -3,6 +3,7 @@
  * docs/http-api.md) and forgets it locally, keeping the config file's other fields and mode. An
  * unreachable server or a token that is no longer valid does not stop the forgetting (docs/cli.md).
  */
+import type { Me } from '../../shared/api/identity';
 import { createApiClient } from '../api-client';
 import { configPath, forgetToken, readConfig, type StoredConfig } from '../config';
 import type { Context } from '../context';
@@ -25,7 +26,7 @@ async function revoke(ctx: Context, stored: StoredConfig & { token: string }): P
   if (!server) return { said: `no server is stored with the token, so it was not revoked${valid}` };
   const api = createApiClient({ server, token: stored.token, notice: ctx.notice, maxRateLimitRetries: 1, timeoutMs: REVOKE_TIMEOUT_MS });
   try {
-    const tokenId = stored.token_id ?? (await api.request<{ token_id: string }>('GET', '/v1/me')).token_id;
+    const tokenId = stored.token_id ?? (await api.request<Me>('GET', '/v1/me')).token_id;
     await api.request('DELETE', `/v1/tokens/${encodeURIComponent(tokenId)}`);
     return { said: `revoked the token on ${server}` };
   } catch (err) {

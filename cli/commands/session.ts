@@ -1,10 +1,11 @@
 /** @module `tether session open | list | close`. */
+import type { Session } from '../../shared/api/sessions';
 import type { SessionProtocol } from '../../shared/control-channel';
 import { ApiFailure } from '../api-client';
 import type { Context } from '../context';
 import { CliError } from '../errors';
 import { formatBytes, formatDuration, printJson, table } from '../output';
-import { openSession, type Session } from '../sessions';
+import { openSession } from '../sessions';
 
 export interface OpenFlags {
   protocol: SessionProtocol;

@@ -2,25 +2,15 @@
  * @module `tether token list` and `tether token revoke`: the tokens of your user (administrators:
  * everyone's) and ending one (docs/http-api.md, users and tokens; docs/cli.md).
  */
+import type { Token, TokenRevoked } from '../../shared/api/identity';
 import type { Context } from '../context';
 import { printJson, table } from '../output';
-
-/** What this command reads of a token as `GET /v1/tokens` shows it (never the token itself). */
-interface TokenRow {
-  token_id: string;
-  username: string;
-  scopes: string[];
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  current: boolean;
-}
 
 const PAGE = 200;
 const shortTime = (iso: string) => iso.replace(/\.\d+Z$/, 'Z');
 
 /** active, revoked or expired, as of now. */
-function stateOf(t: TokenRow): string {
+function stateOf(t: Token): string {
   if (t.revoked_at) return 'revoked';
   if (t.expires_at && Date.parse(t.expires_at) <= Date.now()) return 'expired';
   return 'active';
@@ -35,7 +25,7 @@ export interface TokenListFlags {
 export async function tokenList(ctx: Context, flags: TokenListFlags): Promise<void> {
   const q = new URLSearchParams({ per_page: String(PAGE), status: flags.status ?? 'active' });
   if (flags.all) q.set('all', 'true');
-  const tokens = await ctx.api().request<TokenRow[]>('GET', `/v1/tokens?${q}`);
+  const tokens = await ctx.api().request<Token[]>('GET', `/v1/tokens?${q}`);
   if (flags.json) return printJson(ctx.out, tokens);
   if (tokens.length === 0) return ctx.out.stdout(`no ${flags.status === 'all' ? '' : `${flags.status ?? 'active'} `}tokens\n`);
   const rows = tokens.map((t) => ({
@@ -51,7 +41,7 @@ export async function tokenList(ctx: Context, flags: TokenListFlags): Promise<vo
 }
 
 export async function tokenRevoke(ctx: Context, tokenId: string, flags: { json?: boolean }): Promise<void> {
-  const answer = await ctx.api().request<{ token_id: string; revoked: true }>('DELETE', `/v1/tokens/${encodeURIComponent(tokenId)}`);
+  const answer = await ctx.api().request<TokenRevoked>('DELETE', `/v1/tokens/${encodeURIComponent(tokenId)}`);
   if (flags.json) return printJson(ctx.out, answer);
   ctx.out.stdout(`revoked ${tokenId}: it answers 401 from now on; the sessions it opened are closed\n`);
 }

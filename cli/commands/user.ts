@@ -2,25 +2,10 @@
  * @module `tether user …`: the accounts of the server (docs/http-api.md, users and tokens):
  * listing, adding, disabling and enabling, deleting, and setting passwords (docs/cli.md).
  */
+import type { Me, PasswordSet, User, UserDeleted } from '../../shared/api/identity';
 import type { Context } from '../context';
 import { printJson, table } from '../output';
 import { readPasswords, type PasswordQuestion } from '../prompt';
-
-/** A user as the API shows it. */
-interface User {
-  username: string;
-  role: string | null;
-  kind: 'human' | 'service';
-  disabled: boolean;
-  created_at: string;
-}
-
-/** Who the token in use belongs to (`GET /v1/me`). */
-interface Me {
-  username: string;
-  role: string | null;
-  scopes: string[];
-}
 
 const path = (username: string) => `/v1/users/${encodeURIComponent(username)}`;
 const shortTime = (iso: string) => iso.replace(/\.\d+Z$/, 'Z');
@@ -79,7 +64,7 @@ export async function userSetDisabled(ctx: Context, username: string, disabled: 
 }
 
 export async function userRemove(ctx: Context, username: string, flags: { json?: boolean }): Promise<void> {
-  const answer = await ctx.api().request<{ username: string; deleted: true }>('DELETE', path(username));
+  const answer = await ctx.api().request<UserDeleted>('DELETE', path(username));
   if (flags.json) return printJson(ctx.out, answer);
   ctx.out.stdout(`deleted ${username}: its tokens are revoked; its sessions and audit keep its name, which stays taken\n`);
 }
@@ -108,7 +93,7 @@ export async function userPasswd(ctx: Context, name: string | undefined, flags: 
     ...(answers.length === 2 ? { current_password: answers[0] } : {}),
     ...(flags.revokeTokens ? { revoke_tokens: true } : {}),
   };
-  const result = await api.request<{ username: string; tokens_revoked: number }>('PUT', `${path(username)}/password`, body);
+  const result = await api.request<PasswordSet>('PUT', `${path(username)}/password`, body);
   if (flags.json) return printJson(ctx.out, result);
   const revoked = flags.revokeTokens ? `; revoked ${result.tokens_revoked} other token${result.tokens_revoked === 1 ? '' : 's'}` : '';
   ctx.out.stdout(`set the password of ${username}${revoked}\n`);

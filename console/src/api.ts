@@ -1,14 +1,19 @@
 /**
  * @module The console's calls to the tether API, with the signed-in token in the Authorization
- * header (never in a URL). Errors keep the API's code and message.
+ * header (never in a URL). Errors keep the API's code and message. What the API answers is typed
+ * from `shared/api/` (types only: none of it is in the bundle).
  */
-import type { SessionHolder } from '../../shared/session-holder';
+import type { ListMeta } from '../../shared/api/common';
+import type { ErrorBody, SessionHolder } from '../../shared/api/errors';
 import { token } from './auth';
+
+/** The API's code, or the console's own when there is no answer (`unreachable`) or no error body in it (`unknown`). */
+export type ErrorCode = ErrorBody['error'] | 'unreachable' | 'unknown';
 
 export class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     /** A 409 on opening a session: who holds the open one of that protocol. */
     readonly holder?: SessionHolder,
@@ -33,11 +38,11 @@ async function send(method: string, path: string, body?: unknown, auth = true): 
     throw new ApiError(0, 'unreachable', 'the server cannot be reached');
   }
   if (res.ok) return res;
-  let code = 'unknown';
+  let code: ErrorCode = 'unknown';
   let message = `HTTP ${res.status}`;
   let holder: SessionHolder | undefined;
   try {
-    const err = (await res.json()) as { error?: string; message?: string; holder?: SessionHolder };
+    const err = (await res.json()) as Partial<ErrorBody>;
     code = err.error ?? code;
     message = err.message ?? message;
     if (typeof err.holder?.opened_by === 'string' && typeof err.holder.opened_at === 'string') holder = err.holder;
@@ -55,9 +60,9 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
 }
 
 /** The `data` and `meta` of a list. */
-export async function apiList<T>(path: string): Promise<{ data: T[]; meta: { page: number; per_page: number; total: number } }> {
+export async function apiList<T>(path: string): Promise<{ data: T[]; meta: ListMeta }> {
   const res = await send('GET', path);
-  return (await res.json()) as { data: T[]; meta: { page: number; per_page: number; total: number } };
+  return (await res.json()) as { data: T[]; meta: ListMeta };
 }
 
 /** A text answer (a recording). */
@@ -68,37 +73,3 @@ export async function apiText(path: string): Promise<string> {
 /** A streamed answer (server-sent events). */
 export const apiStream = (path: string, signal: AbortSignal): Promise<Response> =>
   fetch(path, { headers: { authorization: `Bearer ${token()}`, accept: 'text/event-stream' }, signal });
-
-export interface Device {
-  device_id: string;
-  agent_status: 'online' | 'offline';
-  last_seen_at: string | null;
-  labels: Record<string, string>;
-  agent_version: string | null;
-  created_at: string;
-  forward_allow: string[] | null;
-}
-
-export interface Session {
-  session_id: string;
-  device_id: string;
-  protocol: string;
-  status: 'open' | 'closed';
-  opened_by: string;
-  opened_at: string;
-  expires_at: string;
-  closed_at: string | null;
-  close_reason: string | null;
-  websocket_url?: string;
-  bytes_to_device: number;
-  bytes_from_device: number;
-  targets?: string[];
-  recording: { bytes: number; duration_s: number; truncated: boolean; in_progress: boolean; sha256: string } | null;
-}
-
-export interface Me {
-  username: string;
-  role: string | null;
-  token_id: string;
-  expires_at: string | null;
-}

@@ -1,14 +1,13 @@
 /**
  * @module Live changes from `GET /v1/events`, read with fetch so the token goes in the
  * Authorization header (EventSource cannot send one). Reconnects on its own; pages subscribe while
- * they are shown.
+ * they are shown. What each event carries is `shared/api/events.ts`.
  */
+import type { EndEvent, ServerEvent } from '../../shared/api/events';
 import { apiStream } from './api';
 
-export interface LiveEvent {
-  event: string;
-  data: Record<string, unknown>;
-}
+/** An event of the stream: an agent's presence, a session opening or closing, or its end. */
+export type LiveEvent = ServerEvent | EndEvent;
 
 const listeners = new Set<(e: LiveEvent) => void>();
 let running: AbortController | undefined;
@@ -35,7 +34,7 @@ async function readEvents(signal: AbortSignal): Promise<void> {
       const data = /^data: (.*)$/m.exec(block)?.[1];
       if (!event || data === undefined) continue;
       try {
-        const parsed = { event, data: JSON.parse(data) as Record<string, unknown> };
+        const parsed = { event, data: JSON.parse(data) } as LiveEvent;
         for (const l of listeners) l(parsed);
       } catch {
         // a line that is not JSON: skip it

@@ -6,8 +6,10 @@
  */
 import '@xterm/xterm/css/xterm.css';
 import './styles.css';
-import { api, ApiError, whenUnauthorized, type Me } from './api';
+import type { Me } from '../../shared/api/identity';
+import { api, ApiError, whenUnauthorized } from './api';
 import { forget, token } from './auth';
+import type { Cleanup, Page } from './page';
 import { append, h, replace } from './dom';
 import { startLive, stopLive } from './events';
 import { auditPage } from './pages/audit';
@@ -19,8 +21,6 @@ import { playerPage } from './pages/player';
 import { sessionsPage } from './pages/sessions';
 import { terminalPage } from './pages/terminal';
 
-export type Cleanup = () => void;
-export type Page = (root: HTMLElement, params: string[], query: URLSearchParams) => Cleanup | void | Promise<Cleanup | void>;
 
 const ROUTES: Array<[RegExp, Page]> = [
   [/^\/devices$/, devicesPage],

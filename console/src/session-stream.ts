@@ -2,10 +2,27 @@
  * @module A session and its stream, from the browser: open the session (when one of yours of the
  * same protocol is open on that device, only once you said to replace it; when someone else's is,
  * saying whose and since when), connect to its `websocket_url` (the ticket in it is the stream's
- * credential), and speak the protocol's frames (docs/session-streams.md).
+ * credential), and speak the protocol's frames (docs/session-streams.md). The frames and close
+ * codes are those of `shared/session-stream.ts`; the client is the browser's own WebSocket, as
+ * `shared/ws-client.ts` is Node's.
  */
-import type { SessionHolder } from '../../shared/session-holder';
-import { api, ApiError, type Me, type Session } from './api';
+import type { Me } from '../../shared/api/identity';
+import type { SessionHolder } from '../../shared/api/errors';
+import type { OpenSessionBody, Session } from '../../shared/api/sessions';
+import type { SessionProtocol } from '../../shared/control-channel';
+import {
+  deviceFrame,
+  frames,
+  STREAM_CLOSE,
+  type DownloadDone,
+  type Request,
+  type Response,
+  type ShellExit,
+  type ShellFlow,
+  type ShellResize,
+} from '../../shared/session-stream';
+import { parseTextFrame } from '../../shared/text-frame';
+import { api, ApiError } from './api';
 import { h, replace, timeAgo } from './dom';
 
 export interface StreamClose {
@@ -24,8 +41,8 @@ const since = (iso: string) => `${timeAgo(iso)}, at ${new Date(iso).toLocaleStri
  * and the open tried again only if `ask` says so (it may be your `tether shell` in another
  * window); someone else's is not touched, and the Error says whose it is and since when.
  */
-export async function openSession(device: string, protocol: string, ask: AskReplace): Promise<Session> {
-  const body = { device_id: device, protocol };
+export async function openSession(device: string, protocol: SessionProtocol, ask: AskReplace): Promise<Session> {
+  const body: OpenSessionBody = { device_id: device, protocol };
   for (let asked = false; ; asked = true) {
     try {
       return await api<Session>('POST', '/v1/remote-access/sessions', body);
@@ -85,13 +102,16 @@ export function askInPage(where: HTMLElement, device: string, protocol: string):
     });
 }
 
+/** A frame answering a request: an answer, or the end of a download. */
+export type Answer = Response | DownloadDone;
+
 export class SessionStream {
   readonly ws: WebSocket;
   readonly opened: Promise<void>;
   readonly closed: Promise<StreamClose>;
   #binary: ((data: Uint8Array) => void) | undefined;
-  #text: ((message: Record<string, unknown>) => void) | undefined;
-  #waiting = new Map<number, (answer: Record<string, unknown>) => void>();
+  #exit: ((exit: ShellExit) => void) | undefined;
+  #waiting = new Map<number, (answer: Answer) => void>();
   #nextId = 1;
 
   constructor(url: string) {
@@ -105,15 +125,11 @@ export class SessionStream {
     this.closed = new Promise((resolve) => this.ws.addEventListener('close', (e) => resolve({ code: e.code, reason: e.reason }), { once: true }));
     this.ws.addEventListener('message', (e: MessageEvent<ArrayBuffer | string>) => {
       if (typeof e.data !== 'string') return this.#binary?.(new Uint8Array(e.data));
-      let message: Record<string, unknown>;
-      try {
-        message = JSON.parse(e.data) as Record<string, unknown>;
-      } catch {
-        return;
-      }
-      const waiter = typeof message.id === 'number' ? this.#waiting.get(message.id) : undefined;
-      if (waiter) waiter(message);
-      else this.#text?.(message);
+      // Only the frames a device sends (shared/session-stream.ts); anything else is dropped.
+      const frame = parseTextFrame(deviceFrame, e.data);
+      if (!frame) return;
+      if ('id' in frame) this.#waiting.get(frame.id)?.(frame);
+      else this.#exit?.(frame);
     });
   }
 
@@ -121,11 +137,12 @@ export class SessionStream {
     this.#binary = f;
   }
 
-  onText(f: (message: Record<string, unknown>) => void): void {
-    this.#text = f;
+  /** The shell exited (its code). */
+  onExit(f: (exit: ShellExit) => void): void {
+    this.#exit = f;
   }
 
-  sendJson(message: unknown): void {
+  sendJson(message: ShellResize | ShellFlow | Request): void {
     if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
   }
 
@@ -137,12 +154,12 @@ export class SessionStream {
    * Sends a request and calls `onAnswer` with each frame answering it (an upload and a download
    * are answered more than once), until `onAnswer` returns true.
    */
-  request(op: string, params: Record<string, unknown>, onAnswer: (answer: Record<string, unknown>) => boolean): number {
+  request(op: string, params: Record<string, unknown>, onAnswer: (answer: Answer) => boolean): number {
     const id = this.#nextId++;
     this.#waiting.set(id, (answer) => {
       if (onAnswer(answer)) this.#waiting.delete(id);
     });
-    this.sendJson({ id, op, params });
+    this.sendJson(frames.request(id, op, params));
     return id;
   }
 
@@ -150,8 +167,8 @@ export class SessionStream {
   call<T>(op: string, params: Record<string, unknown> = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.request(op, params, (answer) => {
-        if (answer.ok === true) resolve(answer.result as T);
-        else reject(new Error(((answer.error as { message?: string }) ?? {}).message ?? 'the device refused'));
+        if ('ok' in answer && answer.ok) resolve(answer.result as T);
+        else reject(new Error('ok' in answer ? answer.error.message : 'the device refused'));
         return true;
       });
       void this.closed.then((c) => reject(new Error(closeWords(c))));
@@ -163,17 +180,20 @@ export class SessionStream {
   }
 }
 
-/** A stream's close code in plain words (docs/session-streams.md, close codes). */
+/** What each close code means, in plain words (docs/session-streams.md, close codes). */
+const CLOSE_WORDS: Readonly<Record<number, string>> = {
+  [STREAM_CLOSE.normal]: 'the stream ended',
+  [STREAM_CLOSE.serverShutdown]: 'the server or the device is shutting down',
+  [STREAM_CLOSE.sessionClosed]: 'the session was closed',
+  [STREAM_CLOSE.sessionExpired]: 'the session expired',
+  [STREAM_CLOSE.unknownSession]: 'the server does not know this session or refused its ticket',
+  [STREAM_CLOSE.busy]: 'another client is connected to this session',
+  [STREAM_CLOSE.noCredentials]: 'your token is no longer valid',
+  [STREAM_CLOSE.deviceTimeout]: 'the device did not answer in time',
+};
+
+/** A stream's close code in plain words, with its reason when the words do not already say it. */
 export function closeWords({ code, reason }: StreamClose): string {
-  const words: Record<number, string> = {
-    1000: 'the stream ended',
-    1001: 'the server or the device is shutting down',
-    4000: 'the session was closed',
-    4001: 'the session expired',
-    4004: 'the server does not know this session or refused its ticket',
-    4009: 'another client is connected to this session',
-    4401: 'your token is no longer valid',
-    4504: 'the device did not answer in time',
-  };
-  return `${words[code] ?? 'the connection closed'}${reason && !words[code]?.includes(reason) ? ` (${reason})` : ''}`;
+  const words = CLOSE_WORDS[code];
+  return `${words ?? 'the connection closed'}${reason && !words?.includes(reason) ? ` (${reason})` : ''}`;
 }

@@ -33,13 +33,22 @@ export const RECORD_HEADER_BYTES = 8;
 export const MAX_CONNECTION_ID = 0xffff_ffff;
 
 /**
- * Why a connection was reset, shown to the user: the device could not connect (`refused`,
- * `unreachable`, `timed_out`), would not (`not_allowed`, `limit`), gave up on an idle one (`idle`),
- * one side's TCP connection failed or was aborted (`closed`), or a side broke this protocol
- * (`protocol`); `error` is anything else.
+ * This protocol's error codes: why a connection was reset (a `reset` message's `reason`, shown to
+ * the user), one catalogue with what each means. Besides, a stream whose peer broke the protocol
+ * closes with FORWARD_PROTOCOL_ERROR.
  */
-export const RESET_REASONS = ['refused', 'unreachable', 'timed_out', 'not_allowed', 'limit', 'idle', 'closed', 'protocol', 'error'] as const;
-export type ResetReason = (typeof RESET_REASONS)[number];
+export const RESET_REASONS = {
+  refused: 'the device could not connect: the target refused',
+  unreachable: 'the device could not connect: no route to the target, or its name did not resolve',
+  timed_out: 'the device could not connect: no answer in time',
+  not_allowed: "the target is not one of the session's, or outside the device's --forward-allow",
+  limit: 'the device holds as many connections for the session as it may (--forward-max-connections)',
+  idle: "no byte either way for the device's --forward-idle-timeout",
+  closed: "one side's TCP connection failed or was aborted, or the stream ended",
+  protocol: 'a side broke this protocol for the connection (it sent past its window)',
+  error: 'anything else, or a reason this side does not know',
+} as const;
+export type ResetReason = keyof typeof RESET_REASONS;
 
 const connectionId = z.int().check(z.gte(1), z.lte(MAX_CONNECTION_ID));
 
@@ -66,8 +75,7 @@ export type OpenMessage = z.infer<typeof openMessage>;
 export type ResetMessage = z.infer<typeof resetMessage>;
 
 /** A reset's reason as this side knows it: one of RESET_REASONS, or `error` for one it does not. */
-export const knownReason = (reason: string): ResetReason =>
-  (RESET_REASONS as readonly string[]).includes(reason) ? (reason as ResetReason) : 'error';
+export const knownReason = (reason: string): ResetReason => (Object.hasOwn(RESET_REASONS, reason) ? (reason as ResetReason) : 'error');
 
 /** The header of a data record carrying `length` bytes of connection `id`. */
 export function recordHeader(id: number, length: number): Buffer {

@@ -13,7 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import type * as tar from 'tar-stream';
 import { assertOpenedInside, isInside } from '../fs-confine';
 import { MAX_ENTRY_NAME } from '../tar-names';
-import { TransferError } from '../transfer-error';
+import { FILES_ROOT, OpError } from '../op-error';
 import type { Staging } from './staging';
 
 /**
@@ -62,7 +62,7 @@ export function createEntryPlan(realRoot: string, targetDir: string, staging: St
       const next = join(current, segment);
       // Not on disk yet, so lstat would not see it: mkdir here would make the rename fail later.
       const earlier = planned.get(next);
-      if (earlier) throw new TransferError('exists', `${earlier.name} is ${KIND_SHOWN[earlier.kind]} in this archive, not a directory`);
+      if (earlier) throw new OpError('exists', `${earlier.name} is ${KIND_SHOWN[earlier.kind]} in this archive, not a directory`);
       let stats;
       try {
         stats = await lstat(next);
@@ -75,15 +75,15 @@ export function createEntryPlan(realRoot: string, targetDir: string, staging: St
       if (stats.isSymbolicLink()) {
         const real = await realpath(next).catch((err: NodeJS.ErrnoException) => {
           if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR' && err.code !== 'ELOOP') throw err;
-          throw new TransferError('not_a_directory', `${segment} is a symbolic link that leads nowhere`);
+          throw new OpError('not_a_directory', `${segment} is a symbolic link that leads nowhere`);
         });
-        if (!isInside(realRoot, real)) throw new TransferError('path_outside_root', `${segment} is a link leading outside the files root`);
-        if (!(await lstat(real)).isDirectory()) throw new TransferError('not_a_directory', `${segment} is not a directory`);
+        if (!isInside(realRoot, real)) throw new OpError('path_outside_root', `${segment} is a link leading outside ${FILES_ROOT}`, { namesRoot: true });
+        if (!(await lstat(real)).isDirectory()) throw new OpError('not_a_directory', `${segment} is not a directory`);
         current = real;
       } else if (stats.isDirectory()) {
         current = next;
       } else {
-        throw new TransferError('exists', `${segment} exists and is not a directory`);
+        throw new OpError('exists', `${segment} exists and is not a directory`);
       }
     }
     return current;
@@ -92,10 +92,10 @@ export function createEntryPlan(realRoot: string, targetDir: string, staging: St
   /** Refuses to put a file or link where a directory, device, FIFO or socket is. */
   async function assertReplaceable(final: string, shown: string): Promise<void> {
     const existing = await lstat(final).catch(() => undefined);
-    if (existing?.isDirectory()) throw new TransferError('exists', `${shown} exists and is a directory`);
+    if (existing?.isDirectory()) throw new OpError('exists', `${shown} exists and is a directory`);
     // A rename would replace a device, FIFO or socket (think /dev/null) with a regular file.
     if (existing && !existing.isFile() && !existing.isSymbolicLink()) {
-      throw new TransferError('exists', `${shown} exists and is not a regular file`);
+      throw new OpError('exists', `${shown} exists and is not a regular file`);
     }
   }
 
@@ -103,7 +103,7 @@ export function createEntryPlan(realRoot: string, targetDir: string, staging: St
   function claim(final: string, entry: Planned): void {
     const earlier = planned.get(final);
     if (earlier && earlier.kind !== entry.kind) {
-      throw new TransferError('exists', `${entry.name} is in the archive both as ${KIND_SHOWN[earlier.kind]} and as ${KIND_SHOWN[entry.kind]}`);
+      throw new OpError('exists', `${entry.name} is in the archive both as ${KIND_SHOWN[earlier.kind]} and as ${KIND_SHOWN[entry.kind]}`);
     }
     planned.set(final, entry);
   }
@@ -118,7 +118,7 @@ export function createEntryPlan(realRoot: string, targetDir: string, staging: St
     // A header may claim any size: refuse at once what cannot fit rather than fill the disk.
     const space = await statfs(dir);
     if (header.size > space.bavail * space.bsize) {
-      throw new TransferError('too_large', `${segments.join('/')} is ${header.size} bytes; only ${space.bavail * space.bsize} are free there`);
+      throw new OpError('too_large', `${segments.join('/')} is ${header.size} bytes; only ${space.bavail * space.bsize} are free there`);
     }
     const temp = staging.tempName(dir, base);
     const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
@@ -156,10 +156,10 @@ export function createEntryPlan(realRoot: string, targetDir: string, staging: St
     const final = join(dir, segments.at(-1)!);
     const target = header.linkname ?? '';
     if (!target || target.includes('\0') || isAbsolute(target) || !isInside(realRoot, resolve(dir, target))) {
-      throw new TransferError('path_outside_root', `symbolic link ${header.name} -> ${target} leads outside the files root`);
+      throw new OpError('path_outside_root', `symbolic link ${header.name} -> ${target} leads outside ${FILES_ROOT}`, { namesRoot: true });
     }
     if (Buffer.byteLength(target) >= MAX_ENTRY_NAME) {
-      throw new TransferError('bad_params', `symbolic link ${header.name} has a target longer than ${MAX_ENTRY_NAME - 1} bytes`);
+      throw new OpError('bad_params', `symbolic link ${header.name} has a target longer than ${MAX_ENTRY_NAME - 1} bytes`);
     }
     await assertReplaceable(final, segments.join('/'));
     claim(final, { kind: 'link', dir, final, target, name: header.name });

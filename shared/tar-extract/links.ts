@@ -7,7 +7,7 @@
 import { lstat, readlink, realpath } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { linkProblem, type NodeKind, type TreeView } from '../tar-names';
-import { TransferError } from '../transfer-error';
+import { OpError } from '../op-error';
 import type { Planned, PlannedLink } from './entries';
 import type { Staging, StagedName } from './staging';
 
@@ -45,7 +45,7 @@ export async function judgeLinks(realRoot: string, planned: ReadonlyMap<string, 
   const tree = finalTree(planned);
   for (const link of plannedLinks(planned)) {
     const problem = await linkProblem(realRoot, link.dir, link.target, tree);
-    if (problem) throw new TransferError('path_outside_root', `symbolic link ${link.name} -> ${link.target} ${problem}`);
+    if (problem) throw new OpError('path_outside_root', `symbolic link ${link.name} -> ${link.target} ${problem.reason}`, { namesRoot: problem.namesRoot });
   }
 }
 
@@ -56,7 +56,7 @@ export async function stageLinks(planned: ReadonlyMap<string, Planned>, staging:
     const temp = await staging.makeLink(link.dir, basename(link.final), link.target);
     // The directory swapped for a link leading out since it was checked would show here.
     if ((await realpath(link.dir)) !== link.dir) {
-      throw new TransferError('path_outside_root', `symbolic link ${link.name}: its directory moved while the archive arrived`);
+      throw new OpError('path_outside_root', `symbolic link ${link.name}: its directory moved while the archive arrived`);
     }
     staged.push({ temp, final: link.final });
   }

@@ -1,14 +1,17 @@
 /**
  * Brokers on several nodes joined by NATS (docs/cluster.md), all real processes on 127.0.0.1: a
- * nats-server from the system's packages, a control node, two edges and a device agent. The
- * tests run in order on one cluster, as an operator would live through them.
+ * nats-server from the system's packages, a control node, two edges and a device agent that
+ * knows both edges and starts on edge A. The tests that leave the cluster as they found it share
+ * one; each test that kills or restarts a part has a cluster of its own. No test depends on
+ * another having run.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { request, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import * as tar from 'tar-stream';
 import { connect, credsAuthenticator } from '@nats-io/transport-node';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { client } from '../helpers/http';
 import { metric, onNode, startCluster, type Cluster, type Node } from '../helpers/cluster';
 import { startProcess, type Proc } from '../helpers/processes';
@@ -20,20 +23,111 @@ const MiB = 1024 * 1024;
 const HEARTBEAT_MS = 1_500;
 /** Two missed heartbeats (docs/cluster.md): how long an agent may be gone before it is offline. */
 const DEADLINE_MS = 2 * HEARTBEAT_MS;
+/** The agent's reconnect backoff reaches at most this (docs/cluster.md, failures). */
+const BACKOFF_CEILING_MS = 30_000;
 
-let cluster: Cluster;
-let edgeA: Node;
-let edgeB: Node;
-let agent: Proc;
-const root = tempDir('tether-cluster-root-');
+/** A cluster of one control node and two edges, and the device `edge-dev` whose agent knows both edges and is online through A. */
+interface Layout {
+  cluster: Cluster;
+  edgeA: Node;
+  edgeB: Node;
+  agent: Proc;
+  agentToken: string;
+  root: string;
+  status(deviceId: string): Promise<string>;
+  openSession(protocol: string, token?: string): Promise<{ session_id: string; websocket_url: string }>;
+  stop(): Promise<void>;
+}
 
-const status = async (deviceId: string) => (await cluster.admin.get(`/v1/devices/${deviceId}`)).body.data.agent_status as string;
+async function startLayout(): Promise<Layout> {
+  const cluster = await startCluster({ edges: 2, heartbeatMs: HEARTBEAT_MS });
+  const [edgeA, edgeB] = cluster.edges as [Node, Node];
+  const root = tempDir('tether-cluster-root-');
+  const device = (await cluster.admin.post('/v1/devices', { device_id: 'edge-dev' })).body.data;
+  // The agent knows both edges; it starts on the first.
+  const agent = startProcess(['agent', '--server', edgeA.url, '--server', edgeB.url, '--device-id', 'edge-dev', '--no-warm-shell'], {
+    TETHER_DEVICE_TOKEN: device.agent_token,
+    TETHER_FILES_ROOT: root,
+    TETHER_LOG_LEVEL: 'info',
+  });
+  const layout: Layout = {
+    cluster,
+    edgeA,
+    edgeB,
+    agent,
+    agentToken: device.agent_token,
+    root,
+    status: async (deviceId) => (await cluster.admin.get(`/v1/devices/${deviceId}`)).body.data.agent_status as string,
+    async openSession(protocol, token) {
+      const api = token ? client(cluster.control.url, token) : cluster.admin;
+      const reply = await api.post('/v1/remote-access/sessions', { device_id: 'edge-dev', protocol });
+      expect(reply.status, JSON.stringify(reply.body)).toBe(201);
+      return reply.body.data as { session_id: string; websocket_url: string };
+    },
+    async stop() {
+      if (process.env.DUMP) for (const [n, p] of [['control', cluster.control.proc], ['A', layout.edgeA.proc], ['B', layout.edgeB.proc], ['agent', agent]] as const) console.log(n, p.stderr.slice(-40).join('\n'));
+      await agent.stop();
+      await cluster.stop();
+    },
+  };
+  await waitFor(async () => ((await layout.status('edge-dev')) === 'online' ? true : undefined), 'the agent online', 15_000);
+  await waitFor(async () => ((await metric(edgeA.url, 'tether_agents_online')) === 1 ? true : undefined), 'the agent on edge A', 5_000);
+  return layout;
+}
 
-async function openSession(protocol: string, token?: string) {
-  const api = token ? client(cluster.control.url, token) : cluster.admin;
-  const reply = await api.post('/v1/remote-access/sessions', { device_id: 'edge-dev', protocol });
-  expect(reply.status, JSON.stringify(reply.body)).toBe(201);
-  return reply.body.data as { session_id: string; websocket_url: string };
+/** A fresh layout for each test of the describe block it is called in. */
+function layoutForEachTest(): () => Layout {
+  let current: Layout | undefined;
+  beforeEach(async () => {
+    current = await startLayout();
+  }, 60_000);
+  afterEach(async () => {
+    await current?.stop();
+    current = undefined;
+  });
+  return () => current!;
+}
+
+/** The presence events (`GET /v1/events` on the control node) of one device, with when each arrived. */
+async function presenceEvents(layout: Layout, deviceId: string) {
+  const seen: Array<{ event: string; at: number }> = [];
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request(`${layout.cluster.control.url}/v1/events`, { headers: { authorization: `Bearer ${layout.cluster.adminToken}` } });
+    req.on('error', reject);
+    req.on('response', resolve);
+    req.end();
+  });
+  expect(res.statusCode).toBe(200);
+  let buffer = '';
+  res.setEncoding('utf8');
+  res.on('data', (chunk: string) => {
+    buffer += chunk;
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (event?.startsWith('agent.') && data && (JSON.parse(data) as { device_id: string }).device_id === deviceId) seen.push({ event, at: performance.now() });
+    }
+  });
+  return {
+    seen,
+    /** The longest time the device spent offline, from the events (one still offline counts up to now). */
+    longestOffline(): number {
+      let longest = 0;
+      let since: number | undefined;
+      for (const e of seen) {
+        if (e.event === 'agent.offline') since ??= e.at;
+        else if (since !== undefined) {
+          longest = Math.max(longest, e.at - since);
+          since = undefined;
+        }
+      }
+      return since === undefined ? longest : Math.max(longest, performance.now() - since);
+    },
+    close: () => res.destroy(),
+  };
 }
 
 /** The SHA-256 of the one file a downloaded tar archive holds. */
@@ -62,38 +156,49 @@ async function digestOfArchive(archive: Buffer): Promise<{ name: string; sha256:
   return found[0]!;
 }
 
-beforeAll(async () => {
-  cluster = await startCluster({ edges: 2, heartbeatMs: HEARTBEAT_MS });
-  [edgeA, edgeB] = cluster.edges as [Node, Node];
-  const device = (await cluster.admin.post('/v1/devices', { device_id: 'edge-dev' })).body.data;
-  // The agent knows both edges; it starts on the first.
-  agent = startProcess(['agent', '--server', edgeA.url, '--server', edgeB.url, '--device-id', 'edge-dev', '--no-warm-shell'], {
-    TETHER_DEVICE_TOKEN: device.agent_token,
-    TETHER_FILES_ROOT: root,
-    TETHER_LOG_LEVEL: 'info',
+/** A shell session joined on `node`: echoes `word` and closes. */
+async function shellThrough(layout: Layout, node: Node, word: string): Promise<void> {
+  const shell = await layout.openSession('shell');
+  const stream = connectStream(onNode(shell.websocket_url, node.url));
+  await stream.opened;
+  stream.send(Buffer.from(`echo ${word}\n`));
+  await stream.waitForOutput(new RegExp(word));
+  stream.ws.close(1000);
+  await stream.closed;
+  await layout.cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
+}
+
+describe('a cluster of one control node and two edges, left as each test found it', () => {
+  let layout: Layout;
+  let edgeA: Node;
+  let edgeB: Node;
+  let cluster: Cluster;
+  let root: string;
+  let agent: Proc;
+  const status = (deviceId: string) => layout.status(deviceId);
+  const openSession = (protocol: string, token?: string) => layout.openSession(protocol, token);
+
+  beforeAll(async () => {
+    layout = await startLayout();
+    ({ cluster, edgeA, edgeB, root, agent } = layout);
+  }, 60_000);
+  afterAll(() => layout?.stop());
+
+  // What every test here starts from: the agent online through A, no session open (a test that
+  // failed half-way leaves none to the next).
+  beforeEach(async () => {
+    const open = (await cluster.admin.get('/v1/remote-access/sessions?device_id=edge-dev&status=open')).body.data as Array<{ session_id: string }>;
+    for (const s of open) await cluster.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
+    await waitFor(async () => ((await status('edge-dev')) === 'online' ? true : undefined), 'the agent online', 15_000);
+    expect(agent.child.exitCode).toBeNull();
+    expect(await metric(edgeA.url, 'tether_agents_online')).toBe(1);
   });
-  await waitFor(async () => ((await status('edge-dev')) === 'online' ? true : undefined), 'the agent online through edge A', 15_000);
-}, 60_000);
 
-// A test that failed half-way leaves no session open to the next one.
-beforeEach(async () => {
-  const open = (await cluster.admin.get('/v1/remote-access/sessions?device_id=edge-dev&status=open')).body.data as Array<{ session_id: string }>;
-  for (const s of open) await cluster.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
-});
-
-afterAll(async () => {
-  if (process.env.DUMP) for (const [n, p] of [['control', cluster.control.proc], ['A', edgeA.proc], ['B', edgeB.proc], ['agent', agent]] as const) console.log(n, p.stderr.slice(-40).join('\n'));
-  await agent?.stop();
-  await cluster?.stop();
-});
-
-describe('a cluster of one control node and two edges', () => {
   it('nodes say who they are: the edge logs its node id, answers /healthz and /metrics, and sends the API to the control node', async () => {
     // The node's name is its credentials' (edge-1), and each run adds its own 8 characters.
     expect(edgeA.proc.stdout.some((l) => /^node id edge-1-[a-z2-7]{8}$/.test(l))).toBe(true);
     const health = await (await fetch(`${edgeA.url}/healthz`)).json();
     expect(health).toMatchObject({ status: 'ok', role: 'edge', nats: 'connected' });
-    expect(await metric(edgeA.url, 'tether_agents_online')).toBe(1);
     expect(await metric(edgeB.url, 'tether_agents_online')).toBe(0);
     expect(await metric(cluster.control.url, 'tether_cluster_nodes')).toBe(3);
     const api = await fetch(`${edgeA.url}/v1/devices`);
@@ -133,6 +238,7 @@ describe('a cluster of one control node and two edges', () => {
     writeFileSync(join(root, 'big.bin'), content);
     const transfer = await openSession('file-transfer');
     const bytesBefore = await metric(edgeB.url, 'tether_tunnel_bytes_total');
+    const bytesBeforeOnA = await metric(edgeA.url, 'tether_tunnel_bytes_total');
     const files = connectStream(onNode(transfer.websocket_url, edgeB.url));
     await files.opened;
     const start = await files.request('download', { path: 'big.bin' });
@@ -142,7 +248,7 @@ describe('a cluster of one control node and two edges', () => {
     expect(got).toEqual({ name: 'big.bin', size: 100 * MiB, sha256: createHash('sha256').update(content).digest('hex') });
     // The bytes went through B (where the client is) and never through A (where the agent's control channel is).
     expect((await metric(edgeB.url, 'tether_tunnel_bytes_total')) - bytesBefore).toBeGreaterThan(100 * MiB);
-    expect(await metric(edgeA.url, 'tether_tunnel_bytes_total')).toBe(0);
+    expect((await metric(edgeA.url, 'tether_tunnel_bytes_total')) - bytesBeforeOnA).toBe(0);
     files.ws.close(1000);
     await files.closed;
     // The byte counts reach the session record on the control node.
@@ -203,102 +309,113 @@ describe('a cluster of one control node and two edges', () => {
   });
 
   it('a new agent token disconnects the agent on its edge, and the edge no longer admits the old one', async () => {
-    const device = (await cluster.admin.post('/v1/devices', { device_id: 'rotating' })).body.data;
-    const old = startProcess(['agent', '--server', edgeA.url, '--device-id', 'rotating', '--no-warm-shell'], {
+    const rotating = `rotating-${randomBytes(4).toString('hex')}`;
+    const device = (await cluster.admin.post('/v1/devices', { device_id: rotating })).body.data;
+    const old = startProcess(['agent', '--server', edgeA.url, '--device-id', rotating, '--no-warm-shell'], {
       TETHER_DEVICE_TOKEN: device.agent_token,
       TETHER_FILES_ROOT: root,
       TETHER_LOG_LEVEL: 'info',
     });
     let newToken = '';
     try {
-      await waitFor(async () => ((await status('rotating')) === 'online' ? true : undefined), 'the agent online through edge A', 15_000);
-      const rotated = await cluster.admin.post('/v1/devices/rotating/agent-token', {});
+      await waitFor(async () => ((await status(rotating)) === 'online' ? true : undefined), 'the agent online through edge A', 15_000);
+      const rotated = await cluster.admin.post(`/v1/devices/${rotating}/agent-token`, {});
       expect(rotated.status).toBe(200);
       newToken = rotated.body.data.agent_token;
       await old.waitForLine(/new agent token/);
       // Edge A had admitted the old token a moment ago (it keeps agent checks for a minute): refused now.
       await old.waitForLine(/"status":401/, 15_000);
-      await waitFor(async () => ((await status('rotating')) === 'offline' ? true : undefined), 'the device offline', 15_000);
+      await waitFor(async () => ((await status(rotating)) === 'offline' ? true : undefined), 'the device offline', 15_000);
     } finally {
       await old.stop();
     }
-    const fresh = startProcess(['agent', '--server', edgeA.url, '--device-id', 'rotating', '--no-warm-shell'], {
+    const fresh = startProcess(['agent', '--server', edgeA.url, '--device-id', rotating, '--no-warm-shell'], {
       TETHER_DEVICE_TOKEN: newToken,
       TETHER_FILES_ROOT: root,
     });
     try {
-      await waitFor(async () => ((await status('rotating')) === 'online' ? true : undefined), 'the agent with its new token online', 15_000);
+      await waitFor(async () => ((await status(rotating)) === 'online' ? true : undefined), 'the agent with its new token online', 15_000);
     } finally {
       await fresh.stop();
     }
   });
+});
 
-  it('SIGKILL of edge A: the agent is online through B within the backoff ceiling, never offline longer than the deadline', async () => {
-    const seen: Array<{ at: number; status: string }> = [];
-    let watching = true;
-    const watcher = (async () => {
-      while (watching) {
-        seen.push({ at: performance.now(), status: await status('edge-dev') });
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
-    const killedAt = performance.now();
-    edgeA.proc.kill('SIGKILL');
-    await waitFor(async () => ((await metric(edgeB.url, 'tether_agents_online')) === 1 ? true : undefined), 'the agent on edge B', 30_000);
-    const movedAfter = performance.now() - killedAt;
-    // Past the deadline: the control node has given A up by now.
-    await waitFor(async () => ((await metric(cluster.control.url, 'tether_cluster_nodes')) === 2 ? true : undefined), 'edge A given up', 10_000);
-    await new Promise((r) => setTimeout(r, 500));
-    watching = false;
-    await watcher;
-    expect(movedAfter).toBeLessThan(30_000);
-    let longestOffline = 0;
-    let offlineSince: number | undefined;
-    for (const s of seen) {
-      if (s.status === 'offline') offlineSince ??= s.at;
-      else if (offlineSince !== undefined) {
-        longestOffline = Math.max(longestOffline, s.at - offlineSince);
-        offlineSince = undefined;
-      }
+describe('edge A killed (SIGKILL)', () => {
+  const layout = layoutForEachTest();
+
+  it('the agent is online through B within the backoff ceiling, never offline longer than the deadline', async () => {
+    const { cluster, edgeA, edgeB } = layout();
+    const events = await presenceEvents(layout(), 'edge-dev');
+    try {
+      const killedAt = performance.now();
+      edgeA.proc.kill('SIGKILL');
+      // Waits past the ceiling, so that the assertion on the time below is what decides.
+      await waitFor(async () => ((await metric(edgeB.url, 'tether_agents_online')) === 1 ? true : undefined), 'the agent on edge B', 2 * BACKOFF_CEILING_MS);
+      const movedAfter = performance.now() - killedAt;
+      expect(movedAfter).toBeLessThanOrEqual(BACKOFF_CEILING_MS);
+      // Past the deadline the control node has given A up; the device must be online then, through B.
+      await waitFor(async () => ((await metric(cluster.control.url, 'tether_cluster_nodes')) === 2 ? true : undefined), 'edge A given up', 10_000);
+      await waitFor(async () => ((await layout().status('edge-dev')) === 'online' ? true : undefined), 'the device online', DEADLINE_MS);
+      expect(events.longestOffline()).toBeLessThanOrEqual(DEADLINE_MS);
+      expect(events.seen.at(-1)?.event ?? 'agent.online').toBe('agent.online');
+      await shellThrough(layout(), edgeB, 'after-failover');
+    } finally {
+      events.close();
     }
-    expect(offlineSince, 'offline at the end').toBeUndefined();
-    expect(longestOffline).toBeLessThanOrEqual(DEADLINE_MS);
-    expect(seen.at(-1)!.status).toBe('online');
-    // A new edge takes A's place (for the tests that follow), and the device serves through B.
-    edgeA = await cluster.startEdge(edgeA.port);
-    const shell = await openSession('shell');
-    const stream = connectStream(onNode(shell.websocket_url, edgeB.url));
-    await stream.opened;
-    stream.send(Buffer.from('echo after-failover\n'));
-    await stream.waitForOutput(/after-failover/);
-    stream.ws.close(1000);
-    await stream.closed;
-    await cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
-  }, 60_000);
+  }, 120_000);
+});
 
-  it('presence follows the agent that moves from one edge to another, without a moment offline', async () => {
-    // The agent is on B; B stops (SIGTERM): the agent moves to A, a late disconnect from B changes nothing.
-    const seen: string[] = [];
-    let watching = true;
-    const watcher = (async () => {
-      while (watching) {
-        seen.push(await status('edge-dev'));
+describe('an agent that moves from one edge to another', () => {
+  const layout = layoutForEachTest();
+
+  // The agent reached B while its connection to A was still open (A was slow to notice it gone,
+  // as under load); A reports that connection's end only afterwards. The control node keeps every
+  // connection reported, so A's late report changes nothing.
+  it('presence follows it without a moment offline: a late disconnect from the old edge changes nothing', async () => {
+    const { edgeA, edgeB, agent } = layout();
+    const events = await presenceEvents(layout(), 'edge-dev');
+    const samples: string[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        samples.push(await layout().status('edge-dev'));
         await new Promise((r) => setTimeout(r, 25));
       }
     })();
-    await edgeB.proc.stop();
-    await waitFor(async () => ((await metric(edgeA.url, 'tether_agents_online')) === 1 ? true : undefined), 'the agent on edge A', 30_000);
-    await new Promise((r) => setTimeout(r, DEADLINE_MS + 1_000));
-    watching = false;
-    await watcher;
-    expect(seen.at(-1)).toBe('online');
-    // Offline only if the agent took longer than the deadline to come back; it should not.
-    expect(seen.filter((s) => s === 'offline').length * 25).toBeLessThanOrEqual(DEADLINE_MS);
-    edgeB = await cluster.startEdge(edgeB.port);
-  }, 60_000);
+    // The device reaches B (a second connection of the same device, as an agent that gave up on
+    // A makes); then its connection to A ends.
+    const onB = startProcess(['agent', '--server', edgeB.url, '--device-id', 'edge-dev', '--no-warm-shell'], {
+      TETHER_DEVICE_TOKEN: layout().agentToken,
+      TETHER_FILES_ROOT: layout().root,
+    });
+    try {
+      await waitFor(async () => ((await metric(edgeB.url, 'tether_agents_online')) === 1 ? true : undefined), 'the agent on edge B', 15_000);
+      await agent.stop();
+      await waitFor(async () => ((await metric(edgeA.url, 'tether_agents_online')) === 0 ? true : undefined), 'edge A without the agent', 10_000);
+      // A's report, and a heartbeat whose digest covers it, have reached the control node by now.
+      await new Promise((r) => setTimeout(r, HEARTBEAT_MS + 500));
+      sampling = false;
+      await sampler;
+      expect(events.seen.filter((e) => e.event === 'agent.offline')).toEqual([]);
+      expect(samples.length).toBeGreaterThan(10);
+      expect(samples.filter((s) => s !== 'online')).toEqual([]);
+      // Presence followed it: a stream joined on A reaches the device, through B.
+      await shellThrough(layout(), edgeA, 'moved-to-b');
+    } finally {
+      sampling = false;
+      events.close();
+      await onB.stop();
+    }
+  }, 90_000);
+});
 
-  it('NATS killed mid-stream: the stream goes on, opening a session answers 503, and everything recovers once it is back', async () => {
-    const shell = await openSession('shell');
+describe('NATS killed mid-stream', () => {
+  const layout = layoutForEachTest();
+
+  it('the stream goes on, opening a session answers 503, and everything recovers once it is back', async () => {
+    const { cluster, edgeA, edgeB } = layout();
+    const shell = await layout().openSession('shell');
     // The client on edge B, the agent on edge A: the splice is on B.
     const stream = connectStream(onNode(shell.websocket_url, edgeB.url));
     await stream.opened;
@@ -328,32 +445,30 @@ describe('a cluster of one control node and two edges', () => {
     const d = connectStream(onNode(diag.websocket_url, edgeB.url));
     await d.opened;
     expect((await d.request('system.info')).ok).toBe(true);
-    expect(await status('edge-dev')).toBe('online');
+    expect(await layout().status('edge-dev')).toBe('online');
     d.ws.close(1000);
     stream.ws.close(1000);
     await Promise.all([d.closed, stream.closed]);
-    await cluster.admin.del(`/v1/remote-access/sessions/${diag.session_id}`);
-    await cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
-  }, 60_000);
+  }, 90_000);
+});
 
-  it('control node restarted: edges keep their agents and resend their presence; the device never goes offline', async () => {
+describe('the control node restarted', () => {
+  const layout = layoutForEachTest();
+
+  it('edges keep their agents and resend their presence; the device never goes offline', async () => {
+    const { cluster, edgeB } = layout();
     await cluster.control.proc.stop();
     await cluster.restartControl();
     const seen: string[] = [];
     const until = performance.now() + DEADLINE_MS + 1_500;
     while (performance.now() < until) {
-      seen.push(await status('edge-dev'));
+      seen.push(await layout().status('edge-dev'));
       await new Promise((r) => setTimeout(r, 50));
     }
+    expect(seen.length).toBeGreaterThan(10);
     expect(seen.every((s) => s === 'online'), seen.join(',')).toBe(true);
     expect(await metric(cluster.control.url, 'tether_cluster_nodes')).toBe(3);
     expect(await metric(cluster.control.url, 'tether_cluster_agents')).toBe(1);
-    const shell = await openSession('shell');
-    const stream = connectStream(onNode(shell.websocket_url, edgeB.url));
-    await stream.opened;
-    stream.send(Buffer.from('echo after-restart\n'));
-    await stream.waitForOutput(/after-restart/);
-    stream.ws.close(1000);
-    await stream.closed;
-  }, 60_000);
+    await shellThrough(layout(), edgeB, 'after-restart');
+  }, 90_000);
 });

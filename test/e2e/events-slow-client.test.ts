@@ -13,7 +13,7 @@ import { createApi, type Api } from '../../api/app';
 import { simulatedRuntime } from '../../api/deployments/simulated-runtime';
 import { MAX_BUFFERED_BYTES } from '../../api/events/routes';
 import { bootstrapAdmin } from '../../api/identity/bootstrap';
-import { detachedRelay } from '../../api/ports';
+import { detachedRelay } from '../../api/relay';
 import type { PresenceChange } from '../../api/store/devices';
 import { openStore, type Store } from '../../api/store/index';
 import { createLogger } from '../../shared/log';

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document (api/openapi/) stays true: an independent validator accepts it, it
+ * The OpenAPI document (api/openapi/, from shared/api/) stays true: an independent validator accepts it, it
  * describes exactly the operations the server serves, the server serves it without a token, the
  * copy in docs/ is what the code builds, and the response check every end-to-end test runs
  * (test/helpers/openapi.ts) refuses what the document does not say.
@@ -8,16 +8,15 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES } from '../../api/errors';
-import { FLEET_ERRORS } from '../../api/fleet/errors';
-import { buildOpenApiDocument, serializeDocument } from '../../api/openapi/document';
+import { buildApiDocument, serializeDocument } from '../../api/operations';
+import { ERROR_CODES, FLEET_ERRORS } from '../../shared/api/errors';
 import { TETHER_VERSION } from '../../shared/version';
 import { detachedApi } from '../helpers/api';
 import { client } from '../helpers/http';
 import { createResponseChecker } from '../helpers/openapi';
 import { startStack } from '../helpers/stack';
 
-const doc = buildOpenApiDocument();
+const doc = buildApiDocument();
 const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`));
 
 describe('the OpenAPI document', () => {

@@ -1,5 +1,5 @@
 /**
- * Checks responses against the OpenAPI document (api/openapi/), so that the document cannot drift
+ * Checks responses against the OpenAPI document (api/operations.ts), so that the document cannot drift
  * from the code: the JSON client (`./http`) runs every response an end-to-end test receives
  * through `checkResponse`, and a mismatch fails the test. A response is matched to its operation
  * by method and path template; its status must be documented there, its content type declared,
@@ -9,7 +9,9 @@
  */
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { buildOpenApiDocument, type OpenApiDocument, type RefObject, type ResponseObject } from '../../api/openapi/document';
+import type { OpenApiDocument, RefObject, ResponseObject } from '../../api/openapi/document';
+import { buildApiDocument } from '../../api/operations';
+import { dialectOf } from '../../shared/api/errors';
 
 /** What one response said. */
 export interface ObservedResponse {
@@ -22,7 +24,6 @@ export interface ObservedResponse {
 }
 
 const COMPONENTS = 'https://tether.invalid/openapi/components';
-const FLEET_PATH = /^\/v1\/fleet(\/|$)/i;
 
 type Json = Record<string, unknown>;
 
@@ -113,7 +114,7 @@ export function createResponseChecker(doc: OpenApiDocument) {
       // An unknown route: an error of the interface its path belongs to, nothing else.
       if (r.status < 400) return [`no operation of the document matches, yet it answered ${r.status}`];
       if (type !== 'application/json') return [`an unknown route answered ${type || 'no content type'}, not an error body`];
-      return bodyProblems(genericError[FLEET_PATH.test(pathname) ? 'fleet' : 'contract'], r.text);
+      return bodyProblems(genericError[dialectOf(pathname)], r.text);
     }
     const declared = route.responses[String(r.status)] ?? route.responses.default;
     if (!declared) return [`status ${r.status} is not documented (it documents ${Object.keys(route.responses).join(', ')})`];
@@ -160,6 +161,6 @@ let shared: ReturnType<typeof createResponseChecker> | undefined;
 
 /** Checks a response against the document the code builds (built once per test file). */
 export function checkResponse(r: ObservedResponse): void {
-  shared ??= createResponseChecker(buildOpenApiDocument());
+  shared ??= createResponseChecker(buildApiDocument());
   shared.checkResponse(r);
 }

@@ -5,12 +5,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
+import type { Service, ServiceChange, ServiceDetail } from '../../../shared/api/services';
 import { ApiFailure } from '../../api-client';
 import type { Context } from '../../context';
 import { describe } from '../../describe';
 import { CliError } from '../../errors';
 import { printJson } from '../../output';
-import { serviceOrNull, serviceUrl, stateOf, type EnvFlag, type Service } from './service';
+import { serviceOrNull, serviceUrl, stateOf, type EnvFlag } from './service';
 
 export interface ApplyFlags extends EnvFlag {
   file: string;
@@ -81,11 +82,11 @@ function changes(before: Service | null | undefined, after: Service, facts: Spec
 }
 
 /** Polls the service until its rollout ends: healthy resolves, failed (or the time running out) rejects. */
-async function followRollout(ctx: Context, s: Service, timeoutMs: number): Promise<Service> {
+async function followRollout(ctx: Context, s: ServiceChange, timeoutMs: number): Promise<ServiceDetail> {
   const deadline = Date.now() + timeoutMs;
   let said = '';
   for (;;) {
-    const now = await ctx.api().request<Service>('GET', serviceUrl(s.name, s.environment));
+    const now = await ctx.api().request<ServiceDetail>('GET', serviceUrl(s.name, s.environment));
     if (stateOf(now) !== said) ctx.notice((said = stateOf(now)));
     if (now.status === 'healthy') return now;
     if (now.status === 'failed') throw new CliError(`the rollout of ${s.name} in ${s.environment} failed (${stateOf(now)}); roll back with \`tether deploy rollback ${s.name} --env ${s.environment}\``, 'failed');
@@ -99,9 +100,9 @@ export async function deployApply(ctx: Context, flags: ApplyFlags): Promise<void
   const facts = factsOf(yaml);
   // What it replaces, for the summary; undefined when that cannot be known (no name, no right to read).
   const before = facts.name ? await serviceOrNull(ctx, facts.name, flags.env).catch(() => undefined) : undefined;
-  let after: Service;
+  let after: ServiceChange;
   try {
-    after = await ctx.api().request<Service>('POST', `/v1/services?${new URLSearchParams({ env: flags.env, dry_run: String(!!flags.dryRun) })}`, yaml, {
+    after = await ctx.api().request<ServiceChange>('POST', `/v1/services?${new URLSearchParams({ env: flags.env, dry_run: String(!!flags.dryRun) })}`, yaml, {
       contentType: 'application/yaml',
     });
   } catch (err) {

@@ -1,28 +1,16 @@
 /**
- * @module What the deploy commands share: a service record as the API answers it
- * (docs/http-api.md, deployments), its URL, and how its state reads for people.
+ * @module What the deploy commands share: the environments, a service's URL, how its state reads
+ * for people, and reading one that may not exist. What the API answers is `shared/api/services.ts`
+ * (docs/http-api.md, deployments).
  */
+import type { Environment, Service, ServiceDetail } from '../../../shared/api/services';
 import { ApiFailure } from '../../api-client';
 import type { Context } from '../../context';
 
-export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
-export type Environment = (typeof ENVIRONMENTS)[number];
+export type { Environment } from '../../../shared/api/services';
 
-/** A service in one environment: `GET /v1/services/{name}`, and the answer of every change. */
-export interface Service {
-  name: string;
-  environment: Environment;
-  status: 'deploying' | 'healthy' | 'degraded' | 'failed';
-  image: string;
-  replicas: { desired: number; ready: number };
-  current_revision: string;
-  previous_revision?: string | null;
-  last_deployed_at: string;
-  gitops_sync_status?: 'Synced' | 'OutOfSync';
-  dry_run?: boolean;
-  runtime: string;
-  canary?: { revision: string; weight: number };
-}
+/** The environments, in the order `deploy list` shows them. */
+export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const satisfies readonly Environment[];
 
 export interface EnvFlag {
   env: Environment;
@@ -39,9 +27,9 @@ export const shortTime = (iso: string | null | undefined) => (iso ? iso.replace(
 export const stateOf = (s: Service) => `${s.status}, ${s.replicas.ready} of ${s.replicas.desired} replicas ready`;
 
 /** The service, or null when it is not deployed in `env`. */
-export async function serviceOrNull(ctx: Context, name: string, env: Environment): Promise<Service | null> {
+export async function serviceOrNull(ctx: Context, name: string, env: Environment): Promise<ServiceDetail | null> {
   try {
-    return await ctx.api().request<Service>('GET', serviceUrl(name, env));
+    return await ctx.api().request<ServiceDetail>('GET', serviceUrl(name, env));
   } catch (err) {
     if (err instanceof ApiFailure && err.status === 404) return null;
     throw err;

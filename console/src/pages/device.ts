@@ -3,10 +3,11 @@
  * processes, a log's tail) through a diagnostics session that closes when you leave, and the
  * ways in: a shell, its files, and the command line of a port forward.
  */
-import { api, type Device } from '../api';
+import type { Device } from '../../../shared/api/devices';
+import { api } from '../api';
 import { errorBox, formatBytes, h, replace, table, timeAgo } from '../dom';
 import { onLive } from '../events';
-import type { Cleanup } from '../main';
+import type { Cleanup } from '../page';
 import { askInPage, openSession, SessionStream } from '../session-stream';
 
 interface SystemInfo {
@@ -52,11 +53,11 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
   replace(root, h('h1', {}, device.device_id, ' ', status), h('p', {}, seen, device.agent_version ? ` · agent ${device.agent_version}` : ''), actions, forward, summary);
 
   const stop = onLive((e) => {
-    if (e.data.device_id !== device.device_id || !e.event.startsWith('agent.')) return;
+    if ((e.event !== 'agent.online' && e.event !== 'agent.offline') || e.data.device_id !== device.device_id) return;
     const state = e.event === 'agent.online' ? 'online' : 'offline';
     status.className = `status ${state}`;
     replace(status, state);
-    replace(seen, `last seen ${timeAgo(e.data.at as string)}`);
+    replace(seen, `last seen ${timeAgo(e.data.at)}`);
   });
   let stream: SessionStream | undefined;
   let sessionId: string | undefined;

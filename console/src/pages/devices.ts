@@ -1,8 +1,9 @@
 /** @module Devices: search and filter, presence updated live, last seen. */
-import { api, type Device } from '../api';
+import type { Device } from '../../../shared/api/devices';
+import { api } from '../api';
 import { h, replace, table, timeAgo } from '../dom';
 import { onLive } from '../events';
-import type { Cleanup } from '../main';
+import type { Cleanup } from '../page';
 
 export async function devicesPage(root: HTMLElement): Promise<Cleanup> {
   const devices = new Map<string, Device>();
@@ -51,12 +52,13 @@ export async function devicesPage(root: HTMLElement): Promise<Cleanup> {
   render();
 
   const stop = onLive((e) => {
-    const id = e.data.device_id as string | undefined;
-    if (!id || (e.event !== 'agent.online' && e.event !== 'agent.offline')) return;
+    if (e.event !== 'agent.online' && e.event !== 'agent.offline') return;
+    const id = e.data.device_id;
+    if (!id) return;
     const known = devices.get(id);
     if (known) {
       known.agent_status = e.event === 'agent.online' ? 'online' : 'offline';
-      known.last_seen_at = e.data.at as string;
+      known.last_seen_at = e.data.at;
       render();
     } else {
       void api<Device>('GET', `/v1/devices/${encodeURIComponent(id)}`).then((d) => {

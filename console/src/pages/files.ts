@@ -4,18 +4,13 @@
  * by drag and drop or by choosing them, with progress (the browser writes the tar stream).
  * Paths are relative to the agent's files root.
  */
-import { api, type Session } from '../api';
+import type { Session } from '../../../shared/api/sessions';
+import { frames, type FileEntry, type UploadDone } from '../../../shared/session-stream';
+import { api } from '../api';
 import { errorBox, formatBytes, h, replace, table } from '../dom';
-import type { Cleanup } from '../main';
+import type { Cleanup } from '../page';
 import { askInPage, openSession, SessionStream } from '../session-stream';
 import { END_OF_ARCHIVE, fileHeader, filePadding, tarReader } from '../tar';
-
-interface Entry {
-  name: string;
-  type: 'file' | 'dir' | 'symlink';
-  size: number;
-  mtime: string;
-}
 
 const CHUNK = 256 * 1024;
 const SEND_HIGH = 4 * 1024 * 1024;
@@ -67,7 +62,7 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
 
   async function list(): Promise<void> {
     try {
-      const { entries } = await stream.call<{ entries: Entry[] }>('list', { path });
+      const { entries } = await stream.call<{ entries: FileEntry[] }>('list', { path });
       entries.sort((a, b) => (a.type === 'dir' ? 0 : 1) - (b.type === 'dir' ? 0 : 1) || a.name.localeCompare(b.name));
       replace(
         listing,
@@ -87,7 +82,7 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
     }
   }
 
-  function download(entry: Entry): Promise<void> {
+  function download(entry: FileEntry): Promise<void> {
     if (busy) return Promise.resolve();
     busy = true;
     replace(news, `Downloading ${entry.name}…`);
@@ -105,9 +100,9 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
     onBinary = (data) => reader.push(data);
     return new Promise<void>((resolve) => {
       stream.request('download', { path: join(path, entry.name) }, (answer) => {
-        if (answer.ok === false) {
-          replace(news, errorBox(`Download failed: ${(answer.error as { message: string }).message}`));
-        } else if (answer.done === true) {
+        if ('ok' in answer && !answer.ok) {
+          replace(news, errorBox(`Download failed: ${answer.error.message}`));
+        } else if ('done' in answer) {
           const url = URL.createObjectURL(new Blob(parts as BlobPart[]));
           const a = h('a', { href: url, download: entry.name, hidden: true });
           document.body.append(a);
@@ -139,11 +134,11 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
     progress.value = 0;
     replace(news, `Uploading ${files.length} file${files.length === 1 ? '' : 's'} (${formatBytes(total)})…`);
     try {
-      const result = await new Promise<{ files: number; bytes: number }>((resolve, reject) => {
+      const result = await new Promise<UploadDone>((resolve, reject) => {
         let ready = false;
         const uploadId = stream.request('upload', { path }, (answer) => {
-          if (answer.ok === false) {
-            reject(new Error((answer.error as { message: string }).message));
+          if (!('ok' in answer) || !answer.ok) {
+            reject(new Error('ok' in answer ? answer.error.message : 'the device sent the end of a download during an upload'));
             return true;
           }
           if (!ready) {
@@ -160,11 +155,11 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
                 stream.sendBytes(filePadding(file.size));
               }
               stream.sendBytes(END_OF_ARCHIVE);
-              stream.sendJson({ id: uploadId, op: 'end' });
+              stream.sendJson(frames.uploadEnd(uploadId));
             })().catch(reject);
             return false;
           }
-          resolve(answer.result as { files: number; bytes: number });
+          resolve(answer.result as UploadDone);
           return true;
         });
         void stream.closed.then(() => reject(new Error('the stream closed during the upload')));

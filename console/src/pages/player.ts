@@ -3,11 +3,11 @@
  * speed, and long pauses shortened; the cast can also be downloaded for asciinema or an auditor.
  */
 import { Terminal } from '@xterm/xterm';
-import { api, apiText, type Session } from '../api';
+import type { Session } from '../../../shared/api/sessions';
+import { parseCastEvent, parseCastHeader, type CastEvent } from '../../../shared/asciicast';
+import { api, apiText } from '../api';
 import { errorBox, formatBytes, h, replace } from '../dom';
-import type { Cleanup } from '../main';
-
-type CastEvent = [number, string, string];
+import type { Cleanup } from '../page';
 
 export async function playerPage(root: HTMLElement, [id]: string[]): Promise<Cleanup> {
   const session = await api<Session>('GET', `/v1/remote-access/sessions/${encodeURIComponent(id!)}`);
@@ -17,8 +17,11 @@ export async function playerPage(root: HTMLElement, [id]: string[]): Promise<Cle
   }
   const text = await apiText(`/v1/remote-access/sessions/${encodeURIComponent(id!)}/recording`);
   const lines = text.split('\n').filter(Boolean);
-  const header = JSON.parse(lines[0] ?? '{}') as { width?: number; height?: number };
-  const events = lines.slice(1).map((l) => JSON.parse(l) as CastEvent);
+  const header = parseCastHeader(lines[0] ?? '');
+  const events = lines.slice(1).flatMap((l): CastEvent[] => {
+    const event = parseCastEvent(l);
+    return event ? [event] : [];
+  });
   const box = h('div', { class: 'terminal player', id: 'player' });
   const play = h('button', { type: 'button', id: 'play' }, 'Pause');
   const speed = h('select', { id: 'speed', 'aria-label': 'Speed' }, ...['0.5', '1', '2', '4', '8'].map((v) => h('option', { value: v, selected: v === '1' }, `${v}×`)));
@@ -31,7 +34,7 @@ export async function playerPage(root: HTMLElement, [id]: string[]): Promise<Cle
     h('div', { class: 'actions' }, play, speed, clock, save),
     box,
   );
-  const term = new Terminal({ cols: header.width ?? 80, rows: header.height ?? 24, disableStdin: true, fontSize: 13 });
+  const term = new Terminal({ cols: header?.width ?? 80, rows: header?.height ?? 24, disableStdin: true, fontSize: 13 });
   term.open(box);
 
   let at = 0; // the next event

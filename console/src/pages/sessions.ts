@@ -1,8 +1,9 @@
 /** @module Sessions: yours (administrators: everyone's), with byte counters, close, and each recording's player. */
-import { api, apiList, type Session } from '../api';
+import type { Session } from '../../../shared/api/sessions';
+import { api, apiList } from '../api';
 import { errorBox, formatBytes, h, replace, table, timeAgo } from '../dom';
 import { onLive } from '../events';
-import type { Cleanup } from '../main';
+import type { Cleanup } from '../page';
 
 export async function sessionsPage(root: HTMLElement): Promise<Cleanup> {
   const status = h(

@@ -7,9 +7,11 @@
  */
 import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
-import { api, type Session } from '../api';
+import type { Session } from '../../../shared/api/sessions';
+import { api } from '../api';
+import { frames } from '../../../shared/session-stream';
 import { errorBox, h, replace } from '../dom';
-import type { Cleanup } from '../main';
+import type { Cleanup } from '../page';
 import { askInPage, closeWords, openSession, SessionStream } from '../session-stream';
 
 /** Output handed to xterm but not drawn yet: above HIGH the device pauses, below LOW it resumes. */
@@ -53,7 +55,7 @@ export async function terminalPage(root: HTMLElement, [id]: string[]): Promise<C
   });
   term.onData((data) => stream.sendBytes(encoder.encode(data)));
   term.onBinary((data) => stream.sendBytes(Uint8Array.from(data, (c) => c.charCodeAt(0))));
-  term.onResize(({ cols, rows }) => stream.sendJson({ type: 'resize', cols, rows }));
+  term.onResize(({ cols, rows }) => stream.sendJson(frames.resize(cols, rows)));
 
   let pending = 0;
   let paused = false;
@@ -71,9 +73,7 @@ export async function terminalPage(root: HTMLElement, [id]: string[]): Promise<C
       stream.sendJson({ type: 'pause' });
     }
   });
-  stream.onText((m) => {
-    if (m.type === 'exit') replace(status, `The shell exited with code ${String(m.code)}.`);
-  });
+  stream.onExit((exit) => replace(status, `The shell exited with code ${exit.code}.`));
   void stream.closed.then((c) => {
     if (!status.textContent?.startsWith('The shell exited')) replace(status, `Disconnected: ${closeWords(c)}.`);
     term.options.disableStdin = true;
@@ -93,7 +93,7 @@ export async function terminalPage(root: HTMLElement, [id]: string[]): Promise<C
     }
   };
   refit();
-  stream.sendJson({ type: 'resize', cols: term.cols, rows: term.rows });
+  stream.sendJson(frames.resize(term.cols, term.rows));
   const observer = new ResizeObserver(refit);
   observer.observe(box);
   term.focus();

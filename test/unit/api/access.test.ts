@@ -1,6 +1,7 @@
 /** Roles and scopes: requireAccess checks the role, then the scope, and names what is missing; an issued token is never broader than its issuer. */
 import { describe, expect, it } from 'vitest';
-import { hasScope, PRE_SCOPE_GRANT, requireAccess, requireWithinIssuer, SCOPES } from '../../../api/access';
+import { hasScope, PRE_SCOPE_GRANT, requireAccess, requireWithinIssuer } from '../../../api/access';
+import { SCOPES } from '../../../shared/api/identity';
 import { ApiError } from '../../../api/errors';
 import type { Principal } from '../../../api/store/tokens';
 

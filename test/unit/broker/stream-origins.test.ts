@@ -1,6 +1,6 @@
 /** The browser origins that may open session streams (`broker/streams.ts`, `streamOrigins`). */
 import { describe, expect, it } from 'vitest';
-import { streamOrigins } from '../../../broker/streams';
+import { streamOrigins } from '../../../broker/stream-origins';
 
 const sorted = (origins: ReadonlySet<string>) => [...origins].sort();
 

@@ -5,7 +5,7 @@
  * the server reads again, the latest ping is answered and reading resumes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { connectStreamSocket, type StreamSocket } from '../../../shared/ws-client';
+import { connectWsClient, type WsClient } from '../../../shared/ws-client';
 import { floodPings, LAST_PING } from '../../helpers/ping-flood';
 import { encodeFrame, OPCODE, startFakeWsServer, type FakeUpgrade } from '../../helpers/raw-ws';
 import { waitFor } from '../../helpers/wait';
@@ -17,10 +17,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function connected(): Promise<{ socket: StreamSocket; upgrade: FakeUpgrade; pings: () => number }> {
+async function connected(): Promise<{ socket: WsClient; upgrade: FakeUpgrade; pings: () => number }> {
   const server = await startFakeWsServer((u) => u.accept());
   cleanups.push(() => server.close());
-  const socket = await connectStreamSocket(`ws://127.0.0.1:${server.port}/`, { maxPayload: MiB });
+  const socket = await connectWsClient(`ws://127.0.0.1:${server.port}/`, { maxPayload: MiB });
   cleanups.push(() => socket.terminate());
   let pings = 0;
   socket.on('ping', () => pings++);

@@ -11,7 +11,7 @@ import { connect as netConnect, createServer as createNetServer, type AddressInf
 import { networkInterfaces } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
-import { connectStreamSocket, HandshakeError, type StreamSocket, type StreamSocketOptions } from '../../../shared/ws-client';
+import { connectWsClient, HandshakeError, type WsClient, type WsClientOptions } from '../../../shared/ws-client';
 import { zeroMaskFor } from '../../../shared/ws-mask';
 import {
   INVALID_UTF8,
@@ -45,7 +45,7 @@ interface Closed {
 
 /** A client stream, with everything it emitted recorded from the moment it was handed over. */
 interface Client {
-  socket: StreamSocket;
+  socket: WsClient;
   texts: string[];
   binary: Buffer[];
   binaryBytes(): number;
@@ -53,7 +53,7 @@ interface Client {
 }
 
 /** Listens to `socket` at once (the same turn the promise resolved) and ends it after the test. */
-function track(socket: StreamSocket): Client {
+function track(socket: WsClient): Client {
   const texts: string[] = [];
   const binary: Buffer[] = [];
   let bytes = 0;
@@ -70,14 +70,14 @@ function track(socket: StreamSocket): Client {
   return { socket, texts, binary, binaryBytes: () => bytes, closed };
 }
 
-async function connectClient(url: string, options: Partial<StreamSocketOptions> = {}): Promise<Client> {
-  return track(await connectStreamSocket(url, { maxPayload: MAX_PAYLOAD, ...options }));
+async function connectClient(url: string, options: Partial<WsClientOptions> = {}): Promise<Client> {
+  return track(await connectWsClient(url, { maxPayload: MAX_PAYLOAD, ...options }));
 }
 
 /** What a connection attempt that should fail ended with. */
-async function failedAttempt(url: string, options: Partial<StreamSocketOptions> = {}): Promise<Error> {
+async function failedAttempt(url: string, options: Partial<WsClientOptions> = {}): Promise<Error> {
   const result = await within(
-    connectStreamSocket(url, { maxPayload: MAX_PAYLOAD, ...options }).then(
+    connectWsClient(url, { maxPayload: MAX_PAYLOAD, ...options }).then(
       (socket) => {
         track(socket);
         return new Error('connected');
@@ -178,7 +178,7 @@ async function startWsServer(options: { host?: string; ws?: ServerOptions } = {}
 
 /** A ws server with one client connected to it. */
 async function connectPair(
-  clientOptions: Partial<StreamSocketOptions> = {},
+  clientOptions: Partial<WsClientOptions> = {},
   path = '/',
 ): Promise<{ client: Client; peer: Peer; server: WsServer }> {
   const server = await startWsServer();
@@ -194,7 +194,7 @@ async function startFakeServer(onUpgrade: (u: FakeUpgrade) => void = (u) => u.ac
 }
 
 /** A client connected to a hand-made server, and the server's end of it. */
-async function connectFake(clientOptions: Partial<StreamSocketOptions> = {}): Promise<{ client: Client; upgrade: FakeUpgrade }> {
+async function connectFake(clientOptions: Partial<WsClientOptions> = {}): Promise<{ client: Client; upgrade: FakeUpgrade }> {
   const fake = await startFakeServer();
   const client = await connectClient(fake.url, clientOptions);
   const upgrade = await waitFor(() => fake.upgrades[0], 'the upgrade at the fake server');
@@ -215,7 +215,7 @@ const clientCloseFrame = (upgrade: FakeUpgrade): Promise<Frame> =>
 const sendFrom = (ws: WebSocket, data: Buffer | string, options: { binary?: boolean; fin?: boolean } = {}): Promise<void> =>
   new Promise((resolve, reject) => ws.send(data, options, (err) => (err ? reject(err) : resolve())));
 
-const sendTo = (socket: StreamSocket, data: Buffer | string): Promise<void> =>
+const sendTo = (socket: WsClient, data: Buffer | string): Promise<void> =>
   new Promise((resolve, reject) => socket.send(data, (err) => (err ? reject(err) : resolve())));
 
 /** A frame as it went over the wire: its header fields and its payload still masked. */
@@ -369,7 +369,7 @@ describe('opening handshake', () => {
     const port = await portThatNeverCompletesConnect();
     const dialing = new AbortController();
     cleanups.push(() => dialing.abort());
-    const attempt = connectStreamSocket(`ws://127.0.0.1:${port}/`, { maxPayload: MAX_PAYLOAD, handshakeTimeoutMs: 200, signal: dialing.signal });
+    const attempt = connectWsClient(`ws://127.0.0.1:${port}/`, { maxPayload: MAX_PAYLOAD, handshakeTimeoutMs: 200, signal: dialing.signal });
     const outcome = attempt.then(
       (socket) => {
         track(socket);
@@ -388,7 +388,7 @@ describe('opening handshake', () => {
     expect(err.message).toBe('the connection attempt was given up');
     // A later attempt is the first connection the server sees.
     const later = new AbortController();
-    const attempt = connectStreamSocket(`ws://127.0.0.1:${port}/`, { maxPayload: MAX_PAYLOAD, signal: later.signal }).catch((e: Error) => e);
+    const attempt = connectWsClient(`ws://127.0.0.1:${port}/`, { maxPayload: MAX_PAYLOAD, signal: later.signal }).catch((e: Error) => e);
     await waitFor(() => connections > 0, 'the later attempt to connect');
     later.abort();
     await attempt;

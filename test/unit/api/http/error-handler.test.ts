@@ -1,14 +1,13 @@
-/** The error handler: errors in the contract's shape or in the dialect owning the path, internals never leaked, a client that went away counted as 499, and parser rejections answered in the right shape. */
+/** The error handler: errors in the contract's shape or in the fleet dialect on its paths, internals never leaked, a client that went away counted as 499, and parser rejections answered in the right shape. */
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../../../api/errors';
-import { fleetErrorDialect } from '../../../../api/fleet/envelope';
-import { FleetError } from '../../../../api/fleet/errors';
 import { readJsonBody } from '../../../../api/http/body';
-import { createErrorRenderer, errorHandler, parserRejection } from '../../../../api/http/error-handler';
+import { renderError } from '../../../../api/http/error-body';
+import { errorHandler, parserRejection } from '../../../../api/http/error-handler';
 import { requestId } from '../../../../api/http/request-id';
 import { createLogger } from '../../../../shared/log';
 import { createMetrics } from '../../../../shared/metrics';
@@ -16,34 +15,40 @@ import { waitFor } from '../../../helpers/wait';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-describe('createErrorRenderer', () => {
+describe('renderError', () => {
   const conflict = new ApiError('conflict', 'name taken', [{ path: 'name', message: 'taken' }]);
 
-  it('without a dialect writes every path in the contract shape, fleet paths included', () => {
-    const errors = createErrorRenderer([]);
-    for (const path of ['/v1/devices', '/v1/fleet/groups']) {
-      expect(errors.render(path, conflict, 'req-1')).toEqual({
+  it('writes every path but the fleet interface\'s in the contract shape', () => {
+    for (const path of ['/v1/devices', '/v1/fleetx', '/fleet/v1']) {
+      expect(renderError(path, conflict, 'req-1'), path).toEqual({
         status: 409,
         body: { error: 'conflict', message: 'name taken', status: 409, details: [{ path: 'name', message: 'taken' }] },
       });
     }
-    expect(errors.render('/x', new ApiError('not_found', 'gone'), 'req-1').body).toEqual({ error: 'not_found', message: 'gone', status: 404 });
-    expect(errors.isKnown(conflict)).toBe(true);
-    expect(errors.isKnown(new FleetError('GROUP_NOT_FOUND', 'no group'))).toBe(false);
-    expect(errors.isKnown(new Error('boom'))).toBe(false);
+    expect(renderError('/x', new ApiError('not_found', 'gone'), 'req-1').body).toEqual({ error: 'not_found', message: 'gone', status: 404 });
+  });
+
+  it('adds who holds a session to a 409 that names one, and nothing to any other', () => {
+    const holder = { opened_by: 'ann', opened_at: '2025-01-01T00:00:00.000Z' };
+    const held = new ApiError('conflict', 'a shell session is already open', undefined, undefined, { holder });
+    expect(renderError('/v1/remote-access/sessions', held, 'req-1').body).toEqual({
+      error: 'conflict',
+      message: 'a shell session is already open',
+      status: 409,
+      holder,
+    });
+    expect(renderError('/v1/remote-access/sessions', conflict, 'req-1').body).not.toHaveProperty('holder');
   });
 
   it('answers an unknown error with a 500 that names only the request id', () => {
-    const { status, body } = createErrorRenderer([]).render('/x', new Error('SELECT * FROM secrets'), 'req-9');
+    const { status, body } = renderError('/x', new Error('SELECT * FROM secrets'), 'req-9');
     expect(status).toBe(500);
     expect(body).toEqual({ error: 'internal_error', message: 'internal error. Request ID: req-9', status: 500 });
   });
 
-  it('lets the fleet dialect write the errors of its paths, and only of its paths', () => {
-    const errors = createErrorRenderer([fleetErrorDialect]);
-    expect(errors.isKnown(new FleetError('GROUP_NOT_FOUND', 'no group'))).toBe(true);
+  it('writes the errors of fleet paths in the fleet dialect, with the fleet catalogue\'s code and status', () => {
     for (const path of ['/v1/fleet', '/v1/fleet/groups', '/V1/Fleet/groups/g1']) {
-      const { status, body } = errors.render(path, conflict, 'req-2');
+      const { status, body } = renderError(path, conflict, 'req-2');
       expect(status, path).toBe(409); // the fleet catalogue's generic CONFLICT
       expect(body, path).toMatchObject({
         status: 'error',
@@ -51,20 +56,24 @@ describe('createErrorRenderer', () => {
         request_id: 'req-2',
       });
     }
-    for (const path of ['/v1/fleetx', '/v1/devices', '/fleet/v1']) {
-      expect(errors.render(path, conflict, 'req-2').body, path).toMatchObject({ error: 'conflict', status: 409 });
-    }
+    // unprocessable_entity is a VALIDATION_ERROR there, a 400
+    expect(renderError('/v1/fleet/groups', new ApiError('unprocessable_entity', 'no'), 'req-2').status).toBe(400);
   });
 
-  it('writes a feature error in its own code and an unknown one as a 500 with only the request id', () => {
-    const errors = createErrorRenderer([fleetErrorDialect]);
-    const own = errors.render('/v1/fleet/groups/g1', new FleetError('GROUP_NOT_FOUND', 'no group g1'), 'req-3');
+  it('writes a fleet code in its own code and an unknown error as a 500 with only the request id', () => {
+    const own = renderError('/v1/fleet/groups/g1', new ApiError('GROUP_NOT_FOUND', 'no group g1'), 'req-3');
     expect(own.status).toBe(404);
     expect(own.body).toMatchObject({ status: 'error', error: { code: 'GROUP_NOT_FOUND', message: 'no group g1' } });
     expect((own.body as { error: object }).error).not.toHaveProperty('details');
-    const unknown = errors.render('/v1/fleet/groups', new TypeError('x is undefined'), 'req-4');
+    const unknown = renderError('/v1/fleet/groups', new TypeError('x is undefined'), 'req-4');
     expect(unknown.status).toBe(500);
     expect((unknown.body as { error: unknown }).error).toEqual({ code: 'INTERNAL_ERROR', message: 'internal error. Request ID: req-4' });
+  });
+
+  it('answers a fleet code on another path with a 500 naming only the request id', () => {
+    const { status, body } = renderError('/v1/devices', new ApiError('GROUP_NOT_FOUND', 'no group'), 'req-5');
+    expect(status).toBe(500);
+    expect(body).toEqual({ error: 'internal_error', message: 'internal error. Request ID: req-5', status: 500 });
   });
 });
 
@@ -117,7 +126,6 @@ describe('errorHandler and parserRejection on a real server', () => {
   beforeAll(async () => {
     const log = createLogger({ level: 'debug', write: (line) => logs.push(JSON.parse(line) as Record<string, unknown>) });
     const requests = metrics.counter('test_requests_total', 'requests');
-    const errors = createErrorRenderer([fleetErrorDialect]);
     const router = new Router();
     for (const prefix of ['', '/v1/fleet']) {
       router.get(`${prefix}/things/:id`, (ctx) => {
@@ -138,20 +146,20 @@ describe('errorHandler and parserRejection on a real server', () => {
       });
     }
     router.get('/v1/fleet/groups/:id', (ctx) => {
-      throw new FleetError('GROUP_NOT_FOUND', `no group ${ctx.params.id}`);
+      throw new ApiError('GROUP_NOT_FOUND', `no group ${ctx.params.id}`);
     });
     router.get('/misplaced', () => {
-      throw new FleetError('GROUP_NOT_FOUND', 'a fleet error outside the fleet interface');
+      throw new ApiError('GROUP_NOT_FOUND', 'a fleet error outside the fleet interface');
     });
     const app = new Koa();
     app.silent = true;
     app.use(requestId());
-    app.use(errorHandler(log, requests, errors));
+    app.use(errorHandler(log, requests));
     app.use(router.routes());
     // As the server does: slow clients cut off, parser errors answered by parserRejection.
     server = createServer({ headersTimeout: 300, requestTimeout: 300, connectionsCheckingInterval: 100 }, app.callback());
     server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
-      if (socket.writable) socket.end(parserRejection(errors, err));
+      if (socket.writable) socket.end(parserRejection(err));
       else socket.destroy();
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -180,7 +188,7 @@ describe('errorHandler and parserRejection on a real server', () => {
       expect(Date.parse(a.body.timestamp as string)).not.toBeNaN();
     });
 
-    it("answers a feature's own error as it says", async () => {
+    it("answers a fleet code as it says", async () => {
       const a = await request(port, 'GET', '/v1/fleet/groups/g7');
       expect(a.status).toBe(404);
       expect(a.body.error).toEqual({ code: 'GROUP_NOT_FOUND', message: 'no group g7' });
@@ -210,14 +218,14 @@ describe('errorHandler and parserRejection on a real server', () => {
       expect(requestLog(id)).toMatchObject({ status: 500 });
     });
 
-    it("answers a feature's own error on a path it does not own with a 500, and logs it as the bug it is", async () => {
+    it('answers a fleet code on another path with a 500, and logs it as the bug it is', async () => {
       const a = await request(port, 'GET', '/misplaced');
       const id = a.headers['x-request-id']!;
       expect(a.status).toBe(500);
       expect(a.body).toEqual({ error: 'internal_error', message: `internal error. Request ID: ${id}`, status: 500 });
       expect(logsOf('an error of another interface reached this path').find((l) => l.request_id === id)).toMatchObject({
         level: 'error',
-        err: { name: 'FleetError', message: 'a fleet error outside the fleet interface' },
+        err: { name: 'ApiError', message: 'a fleet error outside the fleet interface' },
       });
     });
 

@@ -6,16 +6,8 @@ import Koa, { type Context } from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ApiError } from '../../../../api/errors';
-import {
-  dateTimeParam,
-  intParam,
-  issuesToDetails,
-  offsetOf,
-  pagingParams,
-  parseBody,
-  parseOrThrow,
-  parseQuery,
-} from '../../../../api/http/validate';
+import { issuesToDetails, offsetOf, parseBody, parseOrThrow, parseQuery } from '../../../../api/http/validate';
+import { dateTimeParam, intParam, pagingParams } from '../../../../shared/api/common';
 
 /** The ApiError `fn` throws (fails the test if it throws anything else or nothing). */
 function thrownBy(fn: () => unknown): ApiError {

@@ -1,7 +1,7 @@
 /** The session expiry timer and sweep: each session ends at its own TTL or its token's expiry, whichever comes first, and is audited. */
 import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { detachedRelay } from '../../../../api/ports';
+import { detachedRelay } from '../../../../api/relay';
 import { createSessions } from '../../../../api/sessions/sessions';
 import { openStore, type Store } from '../../../../api/store/index';
 import type { Principal } from '../../../../api/store/tokens';

@@ -99,7 +99,7 @@ describe('symbolic links that would lead outside the files root', () => {
     const t = deviceTree();
     const before = treeDigest(t.root);
     const err = await upload(t.root, entries(t));
-    expect(err).toMatchObject({ name: 'TransferError', code, message: expect.stringContaining(entry) });
+    expect(err).toMatchObject({ name: 'OpError', code, message: expect.stringContaining(entry) });
     expect(treeDigest(t.root)).toEqual(before);
     expect(linksLeadingOut(t.root)).toEqual(t.baseline);
     expect(readdirSync(t.outside)).toEqual(['secret.txt']);
@@ -146,7 +146,7 @@ describe('symbolic links that would lead outside the files root', () => {
           const before = treeDigest(t.root);
           const err = await upload(t.root, entries, into);
           if (err) {
-            expect(err).toMatchObject({ name: 'TransferError' });
+            expect(err).toMatchObject({ name: 'OpError' });
             expect(treeDigest(t.root)).toEqual(before);
           }
           expect(linksLeadingOut(t.root)).toEqual(t.baseline);
@@ -234,7 +234,7 @@ describe('a refused upload leaves the tree exactly as it was', () => {
     for (const [shape, entries, code] of refusals) {
       const err = await upload(t.root, entries);
       expect(treeDigest(t.root), shape).toEqual(before);
-      expect(err, shape).toMatchObject({ name: 'TransferError', code });
+      expect(err, shape).toMatchObject({ name: 'OpError', code });
     }
     // The same archives into a directory the upload made itself (as the agent does for a missing
     // target): that directory goes too. (A link over an existing directory needs the directory.)
@@ -249,7 +249,7 @@ describe('a refused upload leaves the tree exactly as it was', () => {
       );
       await x.abort(err);
       expect(treeDigest(t.root), shape).toEqual(before);
-      expect(err, shape).toMatchObject({ name: 'TransferError' });
+      expect(err, shape).toMatchObject({ name: 'OpError' });
     }
   });
 });

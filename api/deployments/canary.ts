@@ -1,0 +1,87 @@
+/**
+ * @module A service's canary (docs/http-api.md, deployments): its state, the share of traffic it
+ * takes (weight 0 halts it, 100 promotes it), and its promotion. Only a canary whose rollout is
+ * complete is promoted, so a promoted service is `healthy` in the response and the reads after
+ * it, and `healthy` keeps meaning every replica ready; before that a 409 says how far it is.
+ */
+import type { Logger } from '../../shared/log';
+import { requireAccess } from '../access';
+import { conflict } from '../errors';
+import { unconditional, type Precondition } from '../preconditions';
+import type { Environment, ServiceRow } from '../store/services';
+import type { Principal } from '../store/tokens';
+import { WRITE_ROLE, type ServiceRecords } from './records';
+import type { DeploymentRuntime } from './runtime';
+import { syncStatus } from './status';
+
+/** A 409 with how far the canary's rollout is, unless it may take all traffic. */
+function requirePromotable(row: ServiceRow): void {
+  const what = `canary ${row.canary_revision} of ${row.name} in ${row.environment}`;
+  const ready = `${row.ready_replicas} of ${row.desired_replicas} replicas ready`;
+  if (row.status === 'failed') throw conflict(`${what} failed to roll out (${ready}); roll back or apply again`);
+  if (row.ready_replicas < row.desired_replicas) {
+    throw conflict(`${what} has ${ready}; promote it once all are ready`);
+  }
+}
+
+export function createCanary(records: ServiceRecords, runtime: DeploymentRuntime, log: Logger) {
+  const { repo, transact, serviceOr404, canaryTag, canaryView, change, audit } = records;
+
+  /** The canary becomes current with all traffic; the old stable revision becomes `previous`. */
+  function promoteRow(principal: Principal, row: ServiceRow): ServiceRow {
+    requirePromotable(row);
+    const canary = row.canary_revision!;
+    const next: ServiceRow = {
+      ...row,
+      status: 'healthy',
+      current_revision: canary,
+      previous_revision: row.current_revision,
+      canary_revision: null,
+      canary_weight: null,
+      sync_status: syncStatus(row.desired_replicas, row.ready_replicas),
+    };
+    transact(() => {
+      repo.put(next);
+      audit('canary.promoted', row, canary, principal.username, { previous: row.current_revision });
+    });
+    runtime.setCanaryWeight(row.name, row.environment, 100);
+    log.info('canary promoted', { service: row.name, environment: row.environment, revision: canary });
+    return next;
+  }
+
+  /** Weight 0 halts, 100 promotes, anything between shifts traffic. */
+  function setWeight(principal: Principal, env: Environment, name: string, weight: number, precondition: Precondition = unconditional) {
+    requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `changing canaries in ${env}`);
+    const row = serviceOr404(name, env);
+    precondition(canaryTag(row));
+    if (!row.canary_revision) throw conflict(`${name} in ${env} has no canary deployed`);
+    if (weight === 100) return canaryView(promoteRow(principal, row));
+    const next = { ...row, canary_weight: weight };
+    transact(() => {
+      repo.put(next);
+      audit(weight === 0 ? 'canary.halted' : 'canary.weight_set', row, row.canary_revision, principal.username, { weight });
+    });
+    runtime.setCanaryWeight(name, env, weight);
+    return canaryView(next);
+  }
+
+  return {
+    canary(principal: Principal, env: Environment, name: string) {
+      requireAccess(principal, 'deployments:read', 'developer');
+      return canaryView(serviceOr404(name, env));
+    },
+
+    setWeight,
+
+    halt: (principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional) =>
+      setWeight(principal, env, name, 0, precondition),
+
+    promote(principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional) {
+      requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `changing canaries in ${env}`);
+      const row = serviceOr404(name, env);
+      precondition(canaryTag(row));
+      if (!row.canary_revision) throw conflict(`${name} in ${env} has no canary deployed`);
+      return change(promoteRow(principal, row), false);
+    },
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * @module Every route the API serves, mounted in order on the Koa application: the public ones
+ * (health, logins, the event stream, the console, the OpenAPI document), then authentication, then
+ * every feature's routes with the limits and safe retries they take. api/operations.ts is the
+ * same list as the OpenAPI document describes it; a test holds the two together.
+ */
+import type Router from '@koa/router';
+import type Koa from 'koa';
+import type { Logger } from '../shared/log';
+import type { Metrics } from '../shared/metrics';
+import type { Ticketer } from '../shared/tickets';
+import { consoleRoutes } from './console/routes';
+import type { Deployments } from './deployments/deployments';
+import { serviceRoutes } from './deployments/routes';
+import { DEVICE_LIST_PER_MINUTE, deviceRoutes } from './devices/routes';
+import type { EventHub } from './events/hub';
+import { eventRoutes } from './events/routes';
+import { createFleet } from './fleet/fleet';
+import { fleetRoutes } from './fleet/routes';
+import { authenticate } from './http/auth';
+import { healthRoutes } from './http/health';
+import { createIdempotency } from './http/idempotency';
+import { createSlidingWindowLimiter } from './http/rate-limit';
+import type { Accounts } from './identity/accounts';
+import type { Identity } from './identity/identity';
+import { identityRoutes, LOGIN_FAILURES_PER_MINUTE, publicIdentityRoutes } from './identity/routes';
+import type { TokenResolver } from './identity/token-cache';
+import { openApiRoutes } from './openapi/routes';
+import { buildApiDocument } from './operations';
+import type { Recorder } from './recordings/recorder';
+import { recordingRoutes, recordingViewer } from './recordings/routes';
+import type { Relay } from './relay';
+import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from './sessions/routes';
+import type { Sessions } from './sessions/sessions';
+import type { Store } from './store/index';
+
+export interface RouteDeps {
+  store: Store;
+  relay: Relay;
+  log: Logger;
+  metrics: Metrics;
+  ticketer: Ticketer;
+  wsBase: () => string;
+  now: () => number;
+  consoleDir?: string | undefined;
+  tokens: TokenResolver;
+  identity: Identity;
+  accounts: Accounts;
+  sessions: Sessions;
+  deployments: Deployments;
+  recorder: Recorder;
+  events: EventHub;
+}
+
+/** Mounts every route on `app`; answers what the rest of the API needs of them. */
+export function mountRoutes(app: Koa, deps: RouteDeps) {
+  const { store, now, identity, sessions } = deps;
+  const minute = 60_000;
+  const limiter = (perMinute: number) => createSlidingWindowLimiter(perMinute, minute, now);
+  const loginFailures = limiter(LOGIN_FAILURES_PER_MINUTE);
+  const eventsHttp = eventRoutes({ hub: deps.events, tokens: deps.tokens, now, log: deps.log.child({ component: 'events' }) });
+  const publicRoutes: Router[] = [
+    healthRoutes(store, deps.metrics),
+    publicIdentityRoutes(identity, loginFailures),
+    eventsHttp.open,
+    consoleRoutes(deps.consoleDir, deps.wsBase),
+    openApiRoutes(buildApiDocument),
+  ];
+  for (const r of publicRoutes) app.use(r.routes());
+
+  app.use(authenticate(deps.tokens, now));
+  const idempotent = createIdempotency(store, now);
+  const routes: Router[] = [
+    identityRoutes(identity, deps.accounts, loginFailures, idempotent),
+    deviceRoutes({ store, identity, sessions, relay: deps.relay, listLimiter: limiter(DEVICE_LIST_PER_MINUTE), idempotent }),
+    sessionRoutes({
+      store,
+      sessions,
+      ticketer: deps.ticketer,
+      wsBase: deps.wsBase,
+      openLimiter: limiter(SESSION_OPEN_PER_MINUTE),
+      auditLimiter: limiter(AUDIT_LIST_PER_MINUTE),
+      idempotent,
+      recordingOf: recordingViewer(store, deps.recorder),
+    }),
+    recordingRoutes({ store, sessions, recorder: deps.recorder, now }),
+    eventsHttp.authed,
+    serviceRoutes(deps.deployments, store, idempotent),
+    fleetRoutes(createFleet(store, now), idempotent),
+  ];
+  for (const r of routes) app.use(r.routes());
+
+  return {
+    /** Every route served, `METHOD /path` with `{param}` placeholders (docs/http-api.md lists them). */
+    endpoints(): string[] {
+      return [...publicRoutes, ...routes].flatMap((router) =>
+        router.stack.flatMap((layer) =>
+          layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`),
+        ),
+      );
+    },
+    /** A token was cut off: its event streams end now. */
+    tokenRevoked: (tokenId: string) => eventsHttp.tokenRevoked(tokenId),
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * @module The event stream over HTTP (docs/http-api.md, events): what `GET /v1/events` takes,
+ * the one-time ticket `POST /v1/events/tickets` answers with, and the events the stream carries
+ * (server-sent events: `event: <name>` and `data: <JSON>`).
+ */
+import { z } from 'zod';
+import type { ErrorCode } from './errors';
+import { timestamp } from './common';
+
+/** The codes these operations answer with besides those every operation may (docs/http-api.md, errors). */
+export const EVENT_ERRORS = ['unauthorized', 'forbidden', 'rate_limited'] as const satisfies readonly ErrorCode[];
+
+// Requests
+
+export const streamQuery = z.strictObject({ ticket: z.string().min(1).max(100).optional() });
+
+// Responses
+
+export const eventsTicket = z.strictObject({ ticket: z.string(), expires_at: timestamp });
+export type EventsTicket = z.infer<typeof eventsTicket>;
+
+/** An agent came online or went offline. */
+export const presenceEvent = z.strictObject({
+  event: z.enum(['agent.online', 'agent.offline']),
+  data: z.strictObject({ device_id: z.string(), at: z.string() }),
+});
+
+/** A session opened or closed (`close_reason` on closing). */
+export const sessionEvent = z.strictObject({
+  event: z.enum(['session.opened', 'session.closed']),
+  data: z.strictObject({
+    session_id: z.string(),
+    device_id: z.string(),
+    protocol: z.string(),
+    opened_by: z.string(),
+    at: z.string(),
+    close_reason: z.string().nullable().optional(),
+  }),
+});
+
+/** What the stream carries, each as `event: <event>` and `data: <data as JSON>`. */
+export const serverEvent = z.discriminatedUnion('event', [presenceEvent, sessionEvent]);
+export type ServerEvent = z.infer<typeof serverEvent>;
+
+/** The last event of a stream whose token stopped being valid: `event: end`. */
+export const endEvent = z.strictObject({ event: z.literal('end'), data: z.strictObject({ reason: z.string() }) });
+export type EndEvent = z.infer<typeof endEvent>;

@@ -4,7 +4,7 @@
  * its own (./sessions), and the data streams it dials for them (./stream-dialer). Built from its
  * config; dials only in `start()`.
  */
-import { createBackoff, type Backoff } from '../shared/backoff';
+import { createBackoff, type Backoff } from './backoff';
 import type { Logger } from '../shared/log';
 import type { AgentConfig } from './config';
 import { createControlLink, type AgentState, type SessionMessage } from './control-link';

@@ -5,8 +5,8 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import * as z from 'zod/mini';
-import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/control-channel';
-import { DEFAULT_FORWARD_ALLOW, parseAllowList, type ForwardPattern } from '../shared/forward-targets';
+import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/protocol/control-channel';
+import { DEFAULT_FORWARD_ALLOW, parseAllowList, type ForwardPattern } from '../shared/protocol/port-forward/targets';
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../shared/log';
 import { describeProblems, problemsOf } from '../shared/zod-issues';
 

@@ -6,13 +6,13 @@
  * heartbeat. One log line per try at most, and the refusals of a wrong token once
  * (docs/settings.md, agent).
  */
-import type { Backoff } from '../shared/backoff';
-import { AGENT_CLOSE, AGENT_HEADERS, brokerToAgentMessage, type AgentToBrokerMessage, type BrokerToAgentMessage } from '../shared/control-channel';
-import { formatTarget } from '../shared/forward-targets';
+import type { Backoff } from './backoff';
+import { AGENT_CLOSE, AGENT_HEADERS, brokerToAgentMessage, type AgentToBrokerMessage, type BrokerToAgentMessage } from '../shared/protocol/control-channel';
+import { formatTarget } from '../shared/protocol/port-forward/targets';
 import type { Logger } from '../shared/log';
-import { parseTextFrame } from '../shared/text-frame';
+import { parseTextFrame } from '../shared/protocol/text-frame';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
-import { connectWsClient, HandshakeError, type WsClient } from '../shared/ws-client';
+import { connectWsClient, HandshakeError, type WsClient } from '../shared/websocket/client';
 import type { AgentConfig } from './config';
 import { logTryEnd, refusalMessage, type ReconnectPolicy, type TryEnd } from './reconnect';
 import type { ServerChoice } from './servers';

@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
-import type { WsClient } from '../shared/ws-client';
+import type { WsClient } from '../shared/websocket/client';
 
 export const DATA_STREAM_HIGH_WATER = 4 * 1024 * 1024;
 export const DATA_STREAM_LOW_WATER = 1024 * 1024;

@@ -4,7 +4,7 @@
  * `port-forward/`.
  */
 import type { Logger } from '../shared/log';
-import type { StagingJournal } from '../shared/tar-extract';
+import type { StagingJournal } from '../shared/files/tar-extract';
 import type { AgentConfig } from './config';
 import type { DataStream } from './data-stream';
 import type { ShellPool } from './shell/shell-pool';

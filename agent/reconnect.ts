@@ -8,7 +8,7 @@
  * client_connect.go gives up on an auth failure; a device agent must keep trying, slowly).
  */
 import { hostname } from 'node:os';
-import type { Backoff } from '../shared/backoff';
+import type { Backoff } from './backoff';
 import type { Logger } from '../shared/log';
 
 /** The default wait between tries while the server refuses this agent's token. */

@@ -4,8 +4,8 @@
  */
 import type * as z from 'zod/mini';
 import type { Logger } from '../shared/log';
-import { OpError } from '../shared/op-error';
-import { request, type OpErrorBody, type Request } from '../shared/session-stream';
+import { OpError } from '../shared/protocol/op-error';
+import { request, type OpErrorBody, type Request } from '../shared/protocol/session-stream';
 import { describeProblems, problemsOf } from '../shared/zod-issues';
 import type { DataStream } from './data-stream';
 

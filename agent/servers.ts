@@ -4,7 +4,7 @@
  * joined, when that is one of the agent's own servers or the control node signed the request (a
  * node or a bus that only relays cannot send the device elsewhere); never from TLS to plain.
  */
-import { agentKey, proofMatches, streamOpenSignature } from '../shared/agent-proofs';
+import { agentKey, proofMatches, streamOpenSignature } from '../shared/auth/agent-proofs';
 import type { Logger } from '../shared/log';
 import { serverUrls, type AgentConfig, type AgentServer } from './config';
 import type { StreamRequest } from './stream-dialer';

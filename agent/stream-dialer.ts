@@ -4,13 +4,13 @@
  * it, and ends it when the client leaves, the session closes or expires, or the agent stops.
  * Refuses streams beyond `maxSessions` (docs/control-channel.md, data streams).
  */
-import { agentKey, streamProof } from '../shared/agent-proofs';
+import { agentKey, streamProof } from '../shared/auth/agent-proofs';
 import type { Logger } from '../shared/log';
-import type { StagingJournal } from '../shared/tar-extract';
-import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/control-channel';
-import { STREAM_CLOSE, STREAM_END } from '../shared/session-stream';
+import type { StagingJournal } from '../shared/files/tar-extract';
+import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/protocol/control-channel';
+import { STREAM_CLOSE, STREAM_END } from '../shared/protocol/session-stream';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
-import { connectWsClient, type WsClient } from '../shared/ws-client';
+import { connectWsClient, type WsClient } from '../shared/websocket/client';
 import type { AgentConfig } from './config';
 import { DataStream } from './data-stream';
 import type { Handler, HandlerContext, HandlerFactory } from './protocol-handler';

@@ -6,17 +6,17 @@
 import Koa from 'koa';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
-import type { Ticketer } from '../shared/tickets';
+import type { Ticketer } from '../shared/auth/tickets';
 import { createTokenResolver } from './identity/token-cache';
 import { errorHandler, parserRejection } from './http/error-handler';
 import { requestId } from './http/request-id';
-import type { Relay as RelayPort } from './relay';
+import type { Relay } from './relay';
 import { createAccounts } from './identity/accounts';
 import { createIdentity } from './identity/identity';
 import { createSessions } from './sessions/sessions';
 import { createStreamAccess } from './sessions/stream-access';
-import { createDeployments } from './deployments/deployments';
-import type { RuntimeFactory } from './deployments/runtime';
+import { createServices } from './services/services';
+import type { RuntimeFactory } from './services/runtime';
 import type { Store } from './store/index';
 import { createRecorder, type RecorderSettings } from './recordings/recorder';
 import { createEventHub } from './events/hub';
@@ -26,7 +26,7 @@ import { mountRoutes } from './routes';
 
 export interface ApiDeps {
   store: Store;
-  relay: RelayPort;
+  relay: Relay;
   log: Logger;
   metrics: Metrics;
   ticketer: Ticketer;
@@ -76,7 +76,7 @@ export function createApi(deps: ApiDeps) {
     });
   // A session's recording is finished when the session closes (its streams end first); both
   // changes go out as events.
-  const sessionRelay: RelayPort = {
+  const sessionRelay: Relay = {
     ...relay,
     sessionOpened(session) {
       relay.sessionOpened(session);
@@ -97,7 +97,7 @@ export function createApi(deps: ApiDeps) {
   });
   // The runtime reports to the deployment service, which exists once the runtime does.
   const runtime = deps.runtime((report) => deployments.onReport(report), log.child({ component: 'runtime' }));
-  const deployments = createDeployments({ store, runtime, log: log.child({ component: 'deployments' }), now });
+  const deployments = createServices({ store, runtime, log: log.child({ component: 'deployments' }), now });
   const requests = metrics.counter(
     'tether_http_requests_total',
     'HTTP requests by method, route and status; 499: the client closed the connection before its request was complete.',

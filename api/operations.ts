@@ -4,7 +4,7 @@
  * `npm run build`). A test holds this list to the routes `createApi()` serves.
  */
 import { consoleOperations } from './console/openapi';
-import { serviceOperations } from './deployments/openapi';
+import { serviceOperations } from './services/openapi';
 import { deviceOperations } from './devices/openapi';
 import { eventOperations } from './events/openapi';
 import { fleetOperations } from './fleet/openapi';

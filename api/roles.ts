@@ -1,6 +1,6 @@
 /** @module The checks that compare roles, lowest first as `shared/api/identity.ts` lists them (docs/http-api.md, tokens, roles and scopes). */
 import { ROLES, type Role } from '../shared/api/identity';
-import type { SessionProtocol } from '../shared/control-channel';
+import type { SessionProtocol } from '../shared/protocol/control-channel';
 
 export type { Role } from '../shared/api/identity';
 

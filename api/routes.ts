@@ -8,10 +8,10 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
-import type { Ticketer } from '../shared/tickets';
+import type { Ticketer } from '../shared/auth/tickets';
 import { consoleRoutes } from './console/routes';
-import type { Deployments } from './deployments/deployments';
-import { serviceRoutes } from './deployments/routes';
+import type { Services } from './services/services';
+import { serviceRoutes } from './services/routes';
 import { DEVICE_LIST_PER_MINUTE, deviceRoutes } from './devices/routes';
 import type { EventHub } from './events/hub';
 import { eventRoutes } from './events/routes';
@@ -47,7 +47,7 @@ export interface RouteDeps {
   identity: Identity;
   accounts: Accounts;
   sessions: Sessions;
-  deployments: Deployments;
+  deployments: Services;
   recorder: Recorder;
   events: EventHub;
 }

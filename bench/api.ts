@@ -4,7 +4,8 @@
  * so one core).
  */
 import { Agent, request } from 'node:http';
-import { call, percentile, round, type Result, type ServerProcess } from './lib';
+import type { Session } from '../shared/api/sessions';
+import { call, percentile, round, type Data, type Result, type ServerProcess } from './lib';
 
 const CONCURRENCY = 32;
 
@@ -37,7 +38,7 @@ async function load(url: string, token: string, seconds: number) {
 }
 
 export async function apiBench(server: ServerProcess, seconds: number, sessionDevice: string): Promise<Result[]> {
-  const session = await call(`${server.url}/v1/remote-access/sessions`, 'POST', server.token, { device_id: sessionDevice, protocol: 'diagnostics' });
+  const session = await call<Data<Session>>(`${server.url}/v1/remote-access/sessions`, 'POST', server.token, { device_id: sessionDevice, protocol: 'diagnostics' });
   const yaml = 'service:\n  name: bench-web\n  image: registry.example.com/platform/bench-web:1.0.0\ndeployment:\n  replicas: 2\n';
   await new Promise<void>((done, fail) => {
     const req = request(`${server.url}/v1/services?env=dev`, {

@@ -5,8 +5,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { helper } from './helpers';
-import { call, processStats, round, tempDir, type Result, type ServerProcess } from './lib';
+import type { Device, DeviceCreated } from '../shared/api/devices';
+import { helper, type AgentsConnected } from './helpers';
+import { call, processStats, round, tempDir, type Data, type Page, type Result, type ServerProcess } from './lib';
 
 export async function capacityBench(server: ServerProcess, agents: number, idleSeconds: number): Promise<Result[]> {
   // Register the devices (concurrently: the server serialises the writes anyway).
@@ -16,7 +17,7 @@ export async function capacityBench(server: ServerProcess, agents: number, idleS
     Array.from({ length: 32 }, async () => {
       while (next < agents) {
         const id = `swarm-${next++}`;
-        const res = await call(`${server.url}/v1/devices`, 'POST', server.token, { device_id: id });
+        const res = await call<Data<DeviceCreated>>(`${server.url}/v1/devices`, 'POST', server.token, { device_id: id });
         devices.push({ id, token: res.body.data.agent_token });
       }
     }),
@@ -28,7 +29,7 @@ export async function capacityBench(server: ServerProcess, agents: number, idleS
   const before = processStats(server.pid);
   const swarm = helper(['agents', server.url, file]);
   const t0 = performance.now();
-  const { open, failed } = await swarm.next();
+  const { open, failed } = await swarm.next<AgentsConnected>();
   const connectSeconds = (performance.now() - t0) / 1000;
   try {
     // Let the connect burst settle, then watch the server idle with every agent connected.
@@ -36,7 +37,7 @@ export async function capacityBench(server: ServerProcess, agents: number, idleS
     const idleStart = processStats(server.pid);
     await new Promise((r) => setTimeout(r, idleSeconds * 1000));
     const idleEnd = processStats(server.pid);
-    const online = (await call(`${server.url}/v1/devices?agent_status=online&per_page=1`, 'GET', server.token)).body.meta.total;
+    const online = (await call<Page<Device>>(`${server.url}/v1/devices?agent_status=online&per_page=1`, 'GET', server.token)).body.meta.total;
     const perAgent = (idleEnd.rss - before.rss) / Math.max(1, open);
     const cpuPerMinute = ((idleEnd.cpuSeconds - idleStart.cpuSeconds) / idleSeconds) * 60;
     return [

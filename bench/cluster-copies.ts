@@ -4,8 +4,10 @@
  * with the CPU the relaying process spends on them.
  */
 import { sleep, type Edge } from './cluster-nodes';
-import { helper } from './helpers';
-import { call, median, processStats, round, startServer, type Result, type ServerProcess } from './lib';
+import type { AgentStatusView, DeviceCreated } from '../shared/api/devices';
+import type { Session } from '../shared/api/sessions';
+import { helper, type Transferred } from './helpers';
+import { call, median, processStats, round, startServer, type Data, type Result, type ServerProcess } from './lib';
 
 const MiB = 1024 * 1024;
 
@@ -14,20 +16,20 @@ const MiB = 1024 * 1024;
  * MiB/s, and the CPU seconds the relaying process (`relayPid`) spent on it.
  */
 async function copy(control: ServerProcess, agentNode: string, clientNode: string, bytes: number, deviceId: string, relayPid: number): Promise<{ rate: number; cpu: number }> {
-  const created = await call(`${control.url}/v1/devices`, 'POST', control.token, { device_id: deviceId });
+  const created = await call<Data<DeviceCreated>>(`${control.url}/v1/devices`, 'POST', control.token, { device_id: deviceId });
   const agent = helper(['stream-agent', agentNode, deviceId, created.body.data.agent_token, String(bytes)]);
   try {
     await agent.next();
-    while ((await call(`${control.url}/v1/devices/${deviceId}/agent-status`, 'GET', control.token)).body.data.agent_status !== 'online') await sleep(20);
-    const session = await call(`${control.url}/v1/remote-access/sessions`, 'POST', control.token, { device_id: deviceId, protocol: 'file-transfer' });
+    while ((await call<Data<AgentStatusView>>(`${control.url}/v1/devices/${deviceId}/agent-status`, 'GET', control.token)).body.data.agent_status !== 'online') await sleep(20);
+    const session = await call<Data<Session>>(`${control.url}/v1/remote-access/sessions`, 'POST', control.token, { device_id: deviceId, protocol: 'file-transfer' });
     if (session.status !== 201) throw new Error(`session: ${JSON.stringify(session.body)}`);
-    const ws = new URL(session.body.data.websocket_url);
+    const ws = new URL(session.body.data.websocket_url!);
     ws.host = new URL(clientNode).host;
     const sink = helper(['sink', ws.toString(), String(bytes)]);
     try {
       await sink.next(); // open
       const cpu0 = processStats(relayPid).cpuSeconds;
-      const { seconds } = await sink.next();
+      const { seconds } = await sink.next<Transferred>();
       return { rate: bytes / MiB / seconds, cpu: processStats(relayPid).cpuSeconds - cpu0 };
     } finally {
       await sink.stop();

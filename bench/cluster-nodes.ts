@@ -5,7 +5,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { call, TETHER, type ServerProcess } from './lib';
+import type { Device, DeviceCreated } from '../shared/api/devices';
+import { call, TETHER, type Data, type Page, type ServerProcess } from './lib';
 import { systemProgram } from './system-program';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -77,8 +78,8 @@ export async function metric(nodeUrl: string, name: string): Promise<number> {
 /** Devices online as the API lists them (120 lists a minute per user: a 429 waits its Retry-After). */
 export async function onlineInApi(control: ServerProcess): Promise<number> {
   for (;;) {
-    const res = await call(`${control.url}/v1/devices?agent_status=online&per_page=1`, 'GET', control.token);
-    if (res.status === 200) return res.body.meta.total as number;
+    const res = await call<Page<Device>>(`${control.url}/v1/devices?agent_status=online&per_page=1`, 'GET', control.token);
+    if (res.status === 200) return res.body.meta.total;
     if (res.status !== 429) throw new Error(`GET /v1/devices: ${res.status} ${JSON.stringify(res.body)}`);
     await sleep(1000);
   }
@@ -91,7 +92,7 @@ export async function register(control: ServerProcess, prefix: string, count: nu
     Array.from({ length: 32 }, async () => {
       while (next < count) {
         const id = `${prefix}-${next++}`;
-        const res = await call(`${control.url}/v1/devices`, 'POST', control.token, { device_id: id });
+        const res = await call<Data<DeviceCreated>>(`${control.url}/v1/devices`, 'POST', control.token, { device_id: id });
         devices.push({ id, token: res.body.data.agent_token });
       }
     }),

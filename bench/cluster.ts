@@ -10,8 +10,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { copies, YOUNG_GENERATION } from './cluster-copies';
 import { metric, onlineInApi, register, sleep, startEdge, startNats, type Edge } from './cluster-nodes';
-import { helper, type Helper } from './helpers';
-import { call, percentile, round, startServer, stopChild, tempDir, type Result, type ServerProcess } from './lib';
+import type { Device } from '../shared/api/devices';
+import { helper, type AgentsConnected, type Helper } from './helpers';
+import { call, percentile, round, startServer, stopChild, tempDir, type Page, type Result, type ServerProcess } from './lib';
 
 export interface ClusterPlan {
   /** Agents online at once across the four nodes. */
@@ -105,7 +106,7 @@ async function agentsAcross(control: ServerProcess, [a, b, c]: [Edge, Edge, Edge
     lightHelpers.push(helper(['agents', targets[i]!, file], onLight));
   }
   helpers.push(...lightHelpers);
-  const lightReports = await Promise.all(lightHelpers.map((h) => h.next()));
+  const lightReports = await Promise.all(lightHelpers.map((h) => h.next<AgentsConnected>()));
   // Then the real agents, onto C.
   const realHelpers: Helper[] = [];
   for (let i = 0; i < 2; i++) {
@@ -134,8 +135,8 @@ async function agentsAcross(control: ServerProcess, [a, b, c]: [Edge, Edge, Edge
   const perNode = await Promise.all([control.url, a.url, b.url, c.url].map((u) => metric(u, 'tether_agents_online')));
   const connected = perNode.reduce((x, y) => x + y, 0);
   if (online < plan.agents) {
-    const offline = await call(`${control.url}/v1/devices?agent_status=offline&per_page=20`, 'GET', control.token);
-    console.error(`connected to the nodes: ${connected}; online in the API: ${online}; offline, e.g.: ${offline.body.data?.map((d: { device_id: string }) => d.device_id).join(' ')}`);
+    const offline = await call<Page<Device>>(`${control.url}/v1/devices?agent_status=offline&per_page=20`, 'GET', control.token);
+    console.error(`connected to the nodes: ${connected}; online in the API: ${online}; offline, e.g.: ${offline.body.data?.map((d) => d.device_id).join(' ')}`);
   }
   results.push(
     { section: 'cluster', name: 'devices registered (API, 32 at once)', value: round(registerSeconds, 1), unit: 's', target: 'reported', met: null },

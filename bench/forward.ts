@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { helper, type Helper } from './helpers';
+import { helper, type Helper, type Listening } from './helpers';
 import { median, percentile, round, startAgent, stopChild, TETHER, tempDir, type Result, type ServerProcess } from './lib';
 import { DIRECT, JUMPED, startSshd } from './sshd';
 
@@ -32,7 +32,7 @@ interface Method {
 async function run<T>(args: string[]): Promise<T> {
   const h = helper(args);
   try {
-    return (await h.next()) as T;
+    return await h.next<T>();
   } finally {
     await h.stop();
   }
@@ -123,7 +123,7 @@ export async function forwardBench(server: ServerProcess, bytes: number, repeats
   const methods: Method[] = [];
   const sshd = quick ? undefined : await startSshd();
   try {
-    const [sink, source, echo] = (await Promise.all(services.map((s) => s.next()))).map((m: { port: number }) => m.port);
+    const [sink, source, echo] = (await Promise.all(services.map((s) => s.next<Listening>()))).map((m) => m.port);
     const targets = { sink: sink!, source: source!, echo: echo! };
     methods.push(await tetherForward(server, 'bench-forward', targets));
     if (sshd) {

@@ -5,26 +5,46 @@ import { stopChild } from './lib';
 
 export const SWARM = resolve(__dirname, 'bench-swarm.cjs');
 
+// What the helpers print, one JSON line each; which one comes depends on the mode started.
+/** `relay`, `listen-sink` and the `tcp-…` servers: where they listen. */
+export interface Listening {
+  port: number;
+}
+/** `sink` and `listen-sink` once all has arrived, `tcp-up` and `tcp-down`: the transfer took `seconds`. */
+export interface Transferred {
+  seconds: number;
+}
+/** `agents`: how many connected, how many could not. */
+export interface AgentsConnected {
+  open: number;
+  failed: number;
+}
+/** A line with an `event` (`agents`, `real-agents`): sent to `onEvent`, never to `next()`. */
+export interface HelperEvent {
+  event: 'reconnected' | 'dropped' | 'all-connected';
+  device?: string;
+  at?: number;
+}
+
 export interface Helper {
   child: ChildProcess;
-  /** Resolves with the next JSON line the helper prints. */
-  next(): Promise<any>;
+  /** Resolves with the next JSON line the helper prints: `T`, what its mode reports (not checked). */
+  next<T = unknown>(): Promise<T>;
   stop(): Promise<void>;
 }
 
-/** `onEvent`: lines with an `event` go there as they come, not to `next()`. */
-export function helper(args: string[], onEvent?: (msg: any) => void): Helper {
+export function helper(args: string[], onEvent?: (msg: HelperEvent) => void): Helper {
   const child = spawn(process.execPath, [SWARM, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines: any[] = [];
-  const waiters: Array<(v: any) => void> = [];
+  const lines: unknown[] = [];
+  const waiters: Array<(v: unknown) => void> = [];
   let partial = '';
   child.stdout!.on('data', (c: Buffer) => {
     const parts = (partial + c.toString()).split('\n');
     partial = parts.pop()!;
     for (const p of parts.filter(Boolean)) {
-      const msg = JSON.parse(p);
+      const msg = JSON.parse(p) as Partial<HelperEvent>;
       if (onEvent && msg.event !== undefined) {
-        onEvent(msg);
+        onEvent(msg as HelperEvent);
         continue;
       }
       const w = waiters.shift();
@@ -34,7 +54,7 @@ export function helper(args: string[], onEvent?: (msg: any) => void): Helper {
   });
   return {
     child,
-    next: () => (lines.length ? Promise.resolve(lines.shift()) : new Promise((r) => waiters.push(r))),
+    next: <T>() => (lines.length ? Promise.resolve(lines.shift() as T) : new Promise<T>((r) => waiters.push(r as (v: unknown) => void))),
     stop: () => stopChild(child),
   };
 }

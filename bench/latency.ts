@@ -7,7 +7,9 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WebSocket } from 'ws';
-import { call, median, percentile, round, startAgent, tempDir, wallMs, type Result, type ServerProcess } from './lib';
+import type { IssuedToken } from '../shared/api/identity';
+import type { Session } from '../shared/api/sessions';
+import { call, median, percentile, round, startAgent, tempDir, wallMs, type Data, type Result, type ServerProcess } from './lib';
 import { DIRECT, JUMPED, startSshd, type Sshd } from './sshd';
 
 const us = (ms: number) => round(ms * 1000, 0);
@@ -63,11 +65,11 @@ async function roundTrips(send: (b: Buffer) => void, onData: (l: (d: Buffer) => 
 
 export async function openShell(server: ServerProcess, deviceId: string, token = server.token) {
   const t0 = performance.now();
-  const res = await call(`${server.url}/v1/remote-access/sessions`, 'POST', token, { device_id: deviceId, protocol: 'shell' });
+  const res = await call<Data<Session>>(`${server.url}/v1/remote-access/sessions`, 'POST', token, { device_id: deviceId, protocol: 'shell' });
   if (res.status !== 201) throw new Error(`open shell: ${res.status} ${JSON.stringify(res.body)}`);
-  const ws = new WebSocket(res.body.data.websocket_url, { perMessageDeflate: false });
+  const ws = new WebSocket(res.body.data.websocket_url!, { perMessageDeflate: false });
   const firstByte = await new Promise<number>((resolve) => ws.once('message', () => resolve(performance.now() - t0)));
-  return { ws, sessionId: res.body.data.session_id as string, firstByte };
+  return { ws, sessionId: res.body.data.session_id, firstByte };
 }
 
 /** Round trips through `cat` in a tether shell session on a new real agent. */
@@ -170,7 +172,7 @@ export async function timeToShellBench(server: ServerProcess, sessions: number):
     const users: string[] = [];
     for (let i = 0; i < Math.ceil(sessions / 25); i++) {
       await call(`${server.url}/v1/users`, 'POST', server.token, { username: `bench-pe-${i}`, role: 'platform-engineer' });
-      users.push((await call(`${server.url}/v1/tokens`, 'POST', server.token, { username: `bench-pe-${i}` })).body.data.token);
+      users.push((await call<Data<IssuedToken>>(`${server.url}/v1/tokens`, 'POST', server.token, { username: `bench-pe-${i}` })).body.data.token);
     }
     /** One shell session: milliseconds from the POST to the first byte of the prompt. */
     const once = async (i: number) => {

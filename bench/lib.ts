@@ -7,6 +7,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { ListMeta } from '../shared/api/common';
+import type { AgentStatusView, DeviceCreated } from '../shared/api/devices';
 
 export const TETHER = resolve(__dirname, 'tether.cjs');
 
@@ -116,15 +118,29 @@ export async function startServer(env: Record<string, string> = {}, nodeFlags: s
 
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
 
-/** One JSON request; resolves with status and parsed body. */
-export function call(url: string, method: string, token: string, body?: unknown, agent: Agent = keepAlive) {
-  return new Promise<{ status: number; body: any }>((done, fail) => {
+/** The body of a successful answer: `{status, data}` (types from `shared/api/`). */
+export interface Data<T> {
+  status: number;
+  data: T;
+}
+
+/** The body of a page of a list: `{status, data, meta}`. */
+export interface Page<T> extends Data<T[]> {
+  meta: ListMeta;
+}
+
+/**
+ * One JSON request; resolves with status and parsed body. `B`: the body the caller expects
+ * (`Data<…>`, `Page<…>`); it is not checked, so look at `status` before trusting it.
+ */
+export function call<B = unknown>(url: string, method: string, token: string, body?: unknown, agent: Agent = keepAlive) {
+  return new Promise<{ status: number; body: B }>((done, fail) => {
     const req = request(url, { method, agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString();
-        done({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined });
+        done({ status: res.statusCode!, body: (text ? JSON.parse(text) : undefined) as B });
       });
     });
     req.on('error', fail);
@@ -139,7 +155,7 @@ export interface AgentProcess {
 
 /** Registers a device and starts a real agent process for it; resolves once it is online. */
 export async function startAgent(server: ServerProcess, deviceId: string, filesRoot: string): Promise<AgentProcess> {
-  const created = await call(`${server.url}/v1/devices`, 'POST', server.token, { device_id: deviceId });
+  const created = await call<Data<DeviceCreated>>(`${server.url}/v1/devices`, 'POST', server.token, { device_id: deviceId });
   const stateDir = tempDir('tether-bench-state-');
   const child = spawn(process.execPath, [TETHER, 'agent', '--server', server.url, '--device-id', deviceId], {
     env: {
@@ -153,7 +169,7 @@ export async function startAgent(server: ServerProcess, deviceId: string, filesR
   });
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const s = await call(`${server.url}/v1/devices/${deviceId}/agent-status`, 'GET', server.token);
+    const s = await call<Data<AgentStatusView>>(`${server.url}/v1/devices/${deviceId}/agent-status`, 'GET', server.token);
     if (s.body.data.agent_status === 'online') break;
     if (Date.now() > deadline) throw new Error(`agent ${deviceId} did not come online`);
     await new Promise((r) => setTimeout(r, 20));

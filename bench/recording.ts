@@ -11,7 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { shellRoundTrips } from './latency';
-import { call, median, percentile, processStats, round, startAgent, startServer, tempDir, type Result, type ServerProcess } from './lib';
+import type { Session } from '../shared/api/sessions';
+import { call, median, percentile, processStats, round, startAgent, startServer, tempDir, type Data, type Result, type ServerProcess } from './lib';
 
 const MiB = 1024 * 1024;
 /** Measured rounds per server, in turns (on, off, then off, on, …). */
@@ -20,8 +21,8 @@ const us = (ms: number) => round(ms * 1000, 0);
 
 /** Prints `bytes` of base64 text through a new shell session: MiB/s at the client and the server's CPU s per MiB. */
 async function shellThroughput(server: ServerProcess, deviceId: string, file: string) {
-  const s = await call(`${server.url}/v1/remote-access/sessions`, 'POST', server.token, { device_id: deviceId, protocol: 'shell' });
-  const ws = new WebSocket(s.body.data.websocket_url, { perMessageDeflate: false });
+  const s = await call<Data<Session>>(`${server.url}/v1/remote-access/sessions`, 'POST', server.token, { device_id: deviceId, protocol: 'shell' });
+  const ws = new WebSocket(s.body.data.websocket_url!, { perMessageDeflate: false });
   await new Promise((resolve) => ws.once('open', resolve));
   let text = '';
   let received = 0;

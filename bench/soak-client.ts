@@ -4,7 +4,9 @@
  * and the tally every check adds to.
  */
 import { WebSocket } from 'ws';
-import { call, type ServerProcess } from './lib';
+import type { Session } from '../shared/api/sessions';
+import type { DeviceFrame } from '../shared/protocol/session-stream';
+import { call, type Data, type ServerProcess } from './lib';
 
 const MiB = 1024 * 1024;
 
@@ -33,7 +35,8 @@ export class Client {
   text = '';
   readonly closed: Promise<{ code: number; reason: string }>;
   onBinary?: (data: Buffer) => void;
-  onJson?: (msg: any) => void;
+  /** A text frame, as the device sent it (not checked: the soak test trusts its own server). */
+  onJson?: (msg: DeviceFrame) => void;
 
   constructor(url: string) {
     this.ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 16 * MiB });
@@ -42,7 +45,7 @@ export class Client {
     this.ws.on('message', (data: Buffer, isBinary) => {
       this.received += data.length;
       if (isBinary) this.onBinary?.(data);
-      else this.onJson?.(JSON.parse(data.toString()));
+      else this.onJson?.(JSON.parse(data.toString()) as DeviceFrame);
     });
   }
 
@@ -61,7 +64,7 @@ export class Client {
 }
 
 export async function openSession(server: ServerProcess, token: string, deviceId: string, protocol: string) {
-  const r = await call(`${server.url}/v1/remote-access/sessions`, 'POST', token, { device_id: deviceId, protocol, ttl_seconds: 3600 });
+  const r = await call<Data<Session>>(`${server.url}/v1/remote-access/sessions`, 'POST', token, { device_id: deviceId, protocol, ttl_seconds: 3600 });
   if (r.status !== 201) throw new Error(`open ${protocol} on ${deviceId}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body.data as { session_id: string; websocket_url: string };
 }
@@ -72,7 +75,7 @@ export async function closeAndCheck(server: ServerProcess, token: string, sessio
   if (r.status !== 200) return tally.fail(`${what}: close answered ${r.status}`);
   const closed = await client.closed;
   if (closed.code !== 4000) tally.fail(`${what}: stream closed ${closed.code} ${closed.reason}, expected 4000`);
-  const s = (await call(`${server.url}/v1/remote-access/sessions/${sessionId}`, 'GET', token)).body.data;
+  const s = (await call<Data<Session>>(`${server.url}/v1/remote-access/sessions/${sessionId}`, 'GET', token)).body.data;
   tally.sessionsChecked++;
   if (s.status !== 'closed' || s.bytes_to_device !== client.sent || s.bytes_from_device !== client.received) {
     tally.countersWrong++;

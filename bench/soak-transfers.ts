@@ -4,6 +4,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import * as tar from 'tar-stream';
+import type { DeviceFrame, DownloadDone, Response, UploadDone } from '../shared/protocol/session-stream';
 import type { ServerProcess } from './lib';
 import { Client, closeAndCheck, openSession, type Tally } from './soak-client';
 
@@ -14,16 +15,17 @@ export async function transferWorker(server: ServerProcess, token: string, devic
   const what = `transfer on ${deviceId}`;
   const session = await openSession(server, token, deviceId, 'file-transfer');
   const client = new Client(session.websocket_url);
-  let waiting: { id: number; resolve: (m: any) => void; match: (m: any) => boolean } | undefined;
+  // `match` takes only answers to requests (`Response`): what the promise of `reply` resolves with.
+  let waiting: { id: number; resolve: (m: Response) => void; match: (m: DeviceFrame) => boolean } | undefined;
   client.onJson = (m) => {
-    if (waiting && m.id === waiting.id && waiting.match(m)) {
+    if (waiting && 'id' in m && m.id === waiting.id && waiting.match(m)) {
       const w = waiting;
       waiting = undefined;
-      w.resolve(m);
+      w.resolve(m as Response);
     }
   };
-  const reply = (id: number, match: (m: any) => boolean = (m) => 'ok' in m) =>
-    new Promise<any>((resolve) => (waiting = { id, resolve, match }));
+  const reply = (id: number, match: (m: DeviceFrame) => boolean = (m) => 'ok' in m) =>
+    new Promise<Response>((resolve) => (waiting = { id, resolve, match }));
   await client.opened();
   const name = `soak-${deviceId}.bin`;
   let id = 0;
@@ -52,10 +54,10 @@ export async function transferWorker(server: ServerProcess, token: string, devic
       (entry as unknown as NodeJS.WritableStream).end();
       pack.finalize();
       await packed;
-      answer = reply(up, (m) => 'ok' in m && m.result?.files !== undefined);
+      answer = reply(up, (m) => 'ok' in m && m.ok && (m.result as Partial<UploadDone> | undefined)?.files !== undefined);
       await client.send({ id: up, op: 'end' });
       const committed = await answer;
-      if (!committed.ok || committed.result.bytes !== fileBytes) throw new Error(`${what}: upload answered ${JSON.stringify(committed)}`);
+      if (!committed.ok || (committed.result as UploadDone).bytes !== fileBytes) throw new Error(`${what}: upload answered ${JSON.stringify(committed)}`);
       tally.uploads++;
       tally.bytesMoved += fileBytes;
 
@@ -79,10 +81,10 @@ export async function transferWorker(server: ServerProcess, token: string, devic
         }
       };
       const started = reply(down);
-      const finished = new Promise<any>((resolve) => {
+      const finished = new Promise<DownloadDone>((resolve) => {
         const previous = client.onJson!;
         client.onJson = (m) => {
-          if (m.id === down && m.done) {
+          if ('done' in m && m.id === down && m.done) {
             client.onJson = previous;
             resolve(m);
           } else previous(m);

@@ -14,7 +14,10 @@ import { cpus, totalmem } from 'node:os';
 import { writeFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { helper, type Helper } from './helpers';
-import { call, memoryDir, percentile, pooled, processStats, round, startServer, tempDir } from './lib';
+import type { DeviceCreated } from '../shared/api/devices';
+import type { IssuedToken } from '../shared/api/identity';
+import type { Session } from '../shared/api/sessions';
+import { call, memoryDir, percentile, pooled, processStats, round, startServer, tempDir, type Data, type Page } from './lib';
 import { Tally } from './soak-client';
 import { echoUntil, prepareShell, type ReadyShell } from './soak-shells';
 import { transferWorker } from './soak-transfers';
@@ -40,7 +43,7 @@ async function main(): Promise<void> {
   try {
     const devices: Array<{ id: string; token: string }> = [];
     for (let i = 0; i < plan.shells; i++) {
-      const r = await call(`${server.url}/v1/devices`, 'POST', server.token, { device_id: `soak-${i}` });
+      const r = await call<Data<DeviceCreated>>(`${server.url}/v1/devices`, 'POST', server.token, { device_id: `soak-${i}` });
       devices.push({ id: `soak-${i}`, token: r.body.data.agent_token });
     }
     for (let i = 0; i < devices.length; i += plan.agentsPerHelper) {
@@ -52,7 +55,7 @@ async function main(): Promise<void> {
     const tokens: string[] = [];
     for (let u = 0; u < USERS; u++) {
       await call(`${server.url}/v1/users`, 'POST', server.token, { username: `soak-${u}`, role: 'platform-engineer' });
-      tokens.push((await call(`${server.url}/v1/tokens`, 'POST', server.token, { username: `soak-${u}` })).body.data.token);
+      tokens.push((await call<Data<IssuedToken>>(`${server.url}/v1/tokens`, 'POST', server.token, { username: `soak-${u}` })).body.data.token);
     }
     const rssIdle = rss();
     // Ramp up: login shells take a fifth of a second of CPU each to start on this kind of
@@ -84,7 +87,7 @@ async function main(): Promise<void> {
     for (const t of quarterTimers) clearTimeout(t);
     quarters.push(round(rssLoaded, 1));
     const elapsed = (Date.now() - started) / 1000;
-    const open = (await call(`${server.url}/v1/remote-access/sessions?status=open&per_page=1`, 'GET', server.token)).body.meta.total;
+    const open = (await call<Page<Session>>(`${server.url}/v1/remote-access/sessions?status=open&per_page=1`, 'GET', server.token)).body.meta.total;
     if (open !== 0) fail(`${open} sessions still open after the run`);
     const rssAfter = rss();
     const sorted = tally.echoMicros.sort((a, b) => a - b);

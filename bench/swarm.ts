@@ -13,9 +13,9 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { createAgent } from '../agent/agent';
 import { loadAgentConfig } from '../agent/config';
 import { createLogger } from '../shared/log';
-import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/control-channel';
+import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/protocol/control-channel';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
-import { maskingFor } from '../shared/ws-mask';
+import { maskingFor } from '../shared/websocket/mask';
 import { runTcpHelper } from './tcp-helpers';
 
 const CHUNK = 256 * 1024;
@@ -83,7 +83,7 @@ if (mode === 'relay') {
   });
   wss.on('listening', () => report({ port: (wss.address() as { port: number }).port }));
 } else if (mode === 'source') {
-  // `zero-mask`: mask frames as the agent and the CLI do on loopback (shared/ws-mask.ts).
+  // `zero-mask`: mask frames as the agent and the CLI do on loopback (shared/websocket/mask.ts).
   const [url, bytes, mask] = args;
   const ws = new WebSocket(url!, { perMessageDeflate: false, ...(mask === 'zero-mask' ? maskingFor(url!) : {}) });
   ws.on('open', () => pump(ws, Number(bytes), () => report({ sent: Number(bytes) })));
@@ -159,13 +159,18 @@ if (mode === 'relay') {
     const i = next++;
     return connect(devices[i]!, sources[i % sources.length]!, false);
   };
+  // A connection that fails resolves (it is counted); only a bad URL or a bug rejects: end the helper,
+  // as an uncaught error would, but saying which mode failed.
   (async () => {
     const workers = Array.from({ length: 64 }, async () => {
       while (next < devices.length) await connectOne();
     });
     await Promise.all(workers);
     report({ open, failed });
-  })();
+  })().catch((err: unknown) => {
+    process.stderr.write(`agents: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  });
   process.on('SIGTERM', () => {
     stopping = true;
     for (const ws of sockets) ws.terminate();

@@ -12,8 +12,10 @@ import { closeSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { helper } from './helpers';
-import { call, median, memoryDir, processStats, round, run, startAgent, stopChild, TETHER, type Result, type ServerProcess } from './lib';
+import type { AgentStatusView, DeviceCreated } from '../shared/api/devices';
+import type { Session } from '../shared/api/sessions';
+import { helper, type Listening, type Transferred } from './helpers';
+import { call, median, memoryDir, processStats, round, run, startAgent, stopChild, TETHER, type Data, type Result, type ServerProcess } from './lib';
 import { DIRECT, JUMPED, startSshd } from './sshd';
 
 const MiB = 1024 * 1024;
@@ -49,14 +51,14 @@ async function watched(pids: number[], fn: () => Promise<void>) {
 /** The same bytes through a bare three-process relay: MiB/s, and the relay process's CPU seconds per GiB. */
 async function bareRelay(bytes: number) {
   const relay = helper(['relay']);
-  const { port } = await relay.next();
+  const { port } = await relay.next<Listening>();
   const url = `ws://127.0.0.1:${port}`;
   const sink = helper(['sink', url, String(bytes)]);
   await sink.next();
   const cpuBefore = processStats(relay.child.pid!).cpuSeconds;
-  // Zero masks, as tether's own clients use on loopback (shared/ws-mask.ts): the limit, not a handicap.
+  // Zero masks, as tether's own clients use on loopback (shared/websocket/mask.ts): the limit, not a handicap.
   const source = helper(['source', url, String(bytes), 'zero-mask']);
-  const { seconds } = await sink.next();
+  const { seconds } = await sink.next<Transferred>();
   const cpuSeconds = processStats(relay.child.pid!).cpuSeconds - cpuBefore;
   await Promise.all([source.stop(), sink.stop(), relay.stop()]);
   return { rate: bytes / MiB / seconds, cpu: cpuSeconds / (bytes / GiB) };
@@ -68,9 +70,9 @@ async function bareRelay(bytes: number) {
  */
 async function singleHop(bytes: number) {
   const sink = helper(['listen-sink', String(bytes)]);
-  const { port } = await sink.next();
+  const { port } = await sink.next<Listening>();
   const source = helper(['source', `ws://127.0.0.1:${port}`, String(bytes), 'zero-mask']);
-  const { seconds } = await sink.next();
+  const { seconds } = await sink.next<Transferred>();
   await Promise.all([source.stop(), sink.stop()]);
   return { rate: bytes / MiB / seconds };
 }
@@ -79,21 +81,21 @@ let splices = 0;
 
 async function brokerSplice(server: ServerProcess, bytes: number) {
   const deviceId = `bench-splice-${++splices}`;
-  const created = await call(`${server.url}/v1/devices`, 'POST', server.token, { device_id: deviceId });
+  const created = await call<Data<DeviceCreated>>(`${server.url}/v1/devices`, 'POST', server.token, { device_id: deviceId });
   const agent = helper(['stream-agent', server.url, deviceId, created.body.data.agent_token, String(bytes)]);
   await agent.next();
   for (;;) {
-    const s = await call(`${server.url}/v1/devices/${deviceId}/agent-status`, 'GET', server.token);
+    const s = await call<Data<AgentStatusView>>(`${server.url}/v1/devices/${deviceId}/agent-status`, 'GET', server.token);
     if (s.body.data.agent_status === 'online') break;
     await sleep(20);
   }
-  const session = await call(`${server.url}/v1/remote-access/sessions`, 'POST', server.token, {
+  const session = await call<Data<Session>>(`${server.url}/v1/remote-access/sessions`, 'POST', server.token, {
     device_id: deviceId,
     protocol: 'file-transfer',
   });
-  const sink = helper(['sink', session.body.data.websocket_url, String(bytes)]);
+  const sink = helper(['sink', session.body.data.websocket_url!, String(bytes)]);
   await sink.next(); // open
-  const { seconds } = await sink.next();
+  const { seconds } = await sink.next<Transferred>();
   await Promise.all([sink.stop(), agent.stop()]);
   await call(`${server.url}/v1/remote-access/sessions/${session.body.data.session_id}`, 'DELETE', server.token);
   return { rate: bytes / MiB / seconds };

@@ -12,7 +12,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, t
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import * as z from 'zod/mini';
 import type { ErrorBody, ErrorCode, FleetCode } from '../shared/api/errors';
-import { sessionHolderSchema } from '../shared/session-holder';
+import { sessionHolderSchema } from '../shared/api/session-holder';
 import { CliError } from './errors';
 
 /** A code the API answers with, in either dialect; `unknown` when an answer holds none. */

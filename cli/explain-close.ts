@@ -10,7 +10,7 @@ import {
   STREAM_END,
   TOKEN_END_TEXT,
   type StreamEndReason,
-} from '../shared/session-stream';
+} from '../shared/protocol/session-stream';
 
 /** What each end of a session's streams means to a person. */
 const END_WORDS: Readonly<Record<StreamEndReason, string>> = {

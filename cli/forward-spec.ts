@@ -4,7 +4,7 @@
  * (`[::1]:8080:[::1]:80`). The bind address defaults to 127.0.0.1; local port 0 picks a free one.
  */
 import { isIP } from 'node:net';
-import { canonicalHost, formatTarget, parseTarget } from '../shared/forward-targets';
+import { canonicalHost, formatTarget, parseTarget } from '../shared/protocol/port-forward/targets';
 import { usageError } from './errors';
 
 export interface ForwardSpec {

@@ -8,7 +8,7 @@ import type { AgentStatusView } from '../shared/api/devices';
 import type { Me } from '../shared/api/identity';
 import type { SessionHolder } from '../shared/api/errors';
 import type { OpenSessionBody, Session } from '../shared/api/sessions';
-import type { SessionProtocol } from '../shared/control-channel';
+import type { SessionProtocol } from '../shared/protocol/control-channel';
 import { ApiFailure, type ApiClient } from './api-client';
 import { CliError } from './errors';
 import { openStream, type ClientStream } from './stream';

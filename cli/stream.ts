@@ -5,7 +5,7 @@
  * shell's exit listeners. Text frames are parsed with the shared schemas; others are dropped.
  */
 import type * as z from 'zod/mini';
-import { parseTextFrame as parseMessage } from '../shared/text-frame';
+import { parseTextFrame } from '../shared/protocol/text-frame';
 import {
   deviceFrame,
   frames,
@@ -15,8 +15,8 @@ import {
   type Response,
   type ShellExit,
   type ShellResize,
-} from '../shared/session-stream';
-import { connectWsClient as connectStreamSocket, type WsClient as StreamSocket } from '../shared/ws-client';
+} from '../shared/protocol/session-stream';
+import { connectWsClient, type WsClient } from '../shared/websocket/client';
 import { CliError } from './errors';
 import { explainClose } from './explain-close';
 import { createMailbox, type Mailbox } from './mailbox';
@@ -56,7 +56,7 @@ export interface Call {
 
 export interface ClientStream {
   /** The socket, for bytes and their flow control (send, bufferedAmount, pause, resume). */
-  readonly ws: StreamSocket;
+  readonly ws: WsClient;
   /** Resolves when the stream closes, with its code and reason. */
   readonly closed: Promise<{ code: number; reason: string }>;
   /** Sends a request and resolves with its one answer's result. */
@@ -94,8 +94,8 @@ function downloadDoneOf(frame: CallFrame): DownloadDone {
  * Connects to a session's stream and hands over the socket as it is, for a protocol that reads its
  * own frames (port-forward); rejects with a readable error if it cannot.
  */
-export function connectSessionSocket(url: string): Promise<StreamSocket> {
-  return connectStreamSocket(url, { maxPayload: 16 * 1024 * 1024 }).catch((err: Error) => {
+export function connectSessionSocket(url: string): Promise<WsClient> {
+  return connectWsClient(url, { maxPayload: 16 * 1024 * 1024 }).catch((err: Error) => {
     throw new CliError(`cannot connect to the session's stream: ${err.message}`, 'unreachable');
   });
 }
@@ -115,7 +115,7 @@ export async function openStream(url: string): Promise<ClientStream> {
     for (const l of binaryListeners) l(data);
   });
   ws.on('text', function streamOnText(text) {
-    const frame = parseMessage(deviceFrame, text);
+    const frame = parseTextFrame(deviceFrame, text);
     if (!frame) return;
     if ('type' in frame) for (const l of exitListeners) l(frame);
     else calls.get(frame.id)?.put(frame);

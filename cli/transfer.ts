@@ -6,10 +6,10 @@
 import { lstat, opendir, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import type { WsClient as StreamSocket } from '../shared/ws-client';
-import { downloadStart, uploadDone, uploadReady, type UploadDone } from '../shared/session-stream';
-import { createExtraction, type ExtractResult } from '../shared/tar-extract';
-import { packTree, type PackResult } from '../shared/tar-pack';
+import type { WsClient } from '../shared/websocket/client';
+import { downloadStart, uploadDone, uploadReady, type UploadDone } from '../shared/protocol/session-stream';
+import { createExtraction, type ExtractResult } from '../shared/files/tar-extract';
+import { packTree, type PackResult } from '../shared/files/tar-pack';
 import { CliError } from './errors';
 import { explainClose } from './explain-close';
 import { DeviceError, StreamClosedError, type ClientStream } from './stream';
@@ -32,7 +32,7 @@ export async function measure(path: string): Promise<{ files: number; bytes: num
 }
 
 /** A Writable whose chunks go out as binary frames, waiting while the socket is behind. */
-function socketWritable(ws: StreamSocket): Writable {
+function socketWritable(ws: WsClient): Writable {
   return new Writable({
     highWaterMark: 256 * 1024,
     write(chunk: Buffer, _enc, callback) {

@@ -4,7 +4,7 @@
  * when the bus comes up and goes down, and hands each new connection over to be subscribed on.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { inboxPrefix } from '../shared/cluster';
+import { inboxPrefix } from '../shared/protocol/cluster';
 import type { Logger } from '../shared/log';
 import { busAuth } from './bus-auth';
 

@@ -6,7 +6,7 @@
  */
 import { headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type * as z from 'zod/mini';
-import { controlWildcard, nodeOfSubject, type ControlVerb } from '../shared/cluster';
+import { controlWildcard, nodeOfSubject, type ControlVerb } from '../shared/protocol/cluster';
 import { createBusLink, type BusLinkOptions } from './bus-link';
 
 export { busAuth, credsName, redactedUrl } from './bus-auth';

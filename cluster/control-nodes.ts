@@ -1,10 +1,12 @@
 /**
  * @module The broker nodes the control node hears from (docs/cluster.md, presence): one run per
  * node name at a time, known by the name its subjects carry (which the bus's permissions prove).
- * A message from another run of the name starts that run and ends the earlier one; a run that
- * names another node is dropped, and so is a node beyond MAX_NODES.
+ * A message from another run of the name starts that run and ends the earlier one, which is then
+ * over for good: a late message of an ended run (still on its way when the new one spoke) is
+ * dropped, never taken for a newer run. A run that names another node is dropped, and so is a
+ * node beyond MAX_NODES.
  */
-import { isRunOf } from '../shared/cluster';
+import { isRunOf } from '../shared/protocol/cluster';
 import type { Counter } from '../shared/metrics';
 import type { Logger } from '../shared/log';
 
@@ -22,6 +24,8 @@ export interface NodeState {
 
 /** Node names the control node keeps at once (with credentials, one per credentials file). */
 const MAX_NODES = 1_000;
+/** Ended runs remembered per node name, so their late messages are recognised. */
+const ENDED_RUNS = 8;
 
 export interface NodeTableDeps {
   log: Logger;
@@ -34,7 +38,17 @@ export interface NodeTableDeps {
 export function createNodeTable(deps: NodeTableDeps) {
   const { log, refused } = deps;
   const nodes = new Map<string, NodeState>();
+  /** Runs that ended, by node name (the most recent few). */
+  const ended = new Map<string, string[]>();
+  /** The run of a node that went silent, by node name: ended once another run of it speaks. */
+  const lastRuns = new Map<string, string>();
   const mono = () => performance.now();
+
+  function end(name: string, run: string): void {
+    const list = ended.get(name) ?? [];
+    list.push(run);
+    ended.set(name, list.slice(-ENDED_RUNS));
+  }
 
   return {
     /**
@@ -49,12 +63,22 @@ export function createNodeTable(deps: NodeTableDeps) {
       }
       let node = nodes.get(name);
       if (node?.run === run) return node;
+      if (ended.get(name)?.includes(run)) {
+        log.debug('dropped a late message of a run that ended', { node: name, node_id: run });
+        return undefined;
+      }
       if (!node && nodes.size >= MAX_NODES) {
         refused.inc();
         log.warn('too many nodes; dropped a message from one more', { node: name, max: MAX_NODES });
         return undefined;
       }
-      if (node) deps.onRunReplaced(name, node.run, run);
+      if (node) {
+        end(name, node.run);
+        deps.onRunReplaced(name, node.run, run);
+      }
+      const silentRun = lastRuns.get(name);
+      if (silentRun !== undefined && silentRun !== run) end(name, silentRun);
+      lastRuns.delete(name);
       node = { run, url: undefined, lastHeard: mono(), agents: 0, mismatches: 0 };
       nodes.set(name, node);
       return node;
@@ -69,7 +93,11 @@ export function createNodeTable(deps: NodeTableDeps) {
     takeSilent(deadline: number): Array<[string, NodeState]> {
       const t = mono();
       const silent = [...nodes].filter(([, n]) => t - n.lastHeard > deadline);
-      for (const [name] of silent) nodes.delete(name);
+      for (const [name, n] of silent) {
+        nodes.delete(name);
+        // Silent, not ended: the same run may come back (it was cut off); a new one ends it.
+        lastRuns.set(name, n.run);
+      }
       return silent;
     },
 

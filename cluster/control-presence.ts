@@ -10,8 +10,8 @@
  * the device's token, and it may report last-seen times only of agents it holds. So no node can
  * pin a device to itself, or make the control node keep agents that do not exist.
  */
-import { CONTROL_VERBS, nodeHeartbeat, presenceMessage, seenMessage, type AgentOffline, type AgentOnline } from '../shared/cluster';
-import { nodeAgentProof, proofMatches } from '../shared/agent-proofs';
+import { CONTROL_VERBS, nodeHeartbeat, presenceMessage, seenMessage, type AgentOffline, type AgentOnline } from '../shared/protocol/cluster';
+import { nodeAgentProof, proofMatches } from '../shared/auth/agent-proofs';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Bus } from './bus';
@@ -58,7 +58,7 @@ export function createControlPresence(deps: ControlPresenceDeps) {
       log.info('a node started again; its earlier run is gone', { node: name, node_id: by, offline: gone });
     },
   });
-  deps.metrics.gauge('tether_cluster_nodes', 'Broker nodes in the cluster, this one included.', () => nodes.size + 1);
+  deps.metrics.gauge('tether_cluster_nodes', 'Nodes of the cluster (control and edges), this one included.', () => nodes.size + 1);
   deps.metrics.gauge('tether_cluster_agents', 'Agents online across the cluster, as the control node knows them.', () => holders.size);
 
   function online(run: string, a: Omit<AgentOnline, 'proof'>): void {

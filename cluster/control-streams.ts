@@ -17,14 +17,14 @@ import {
   streamOpenRequest,
   streamRefusedMessage,
   streamsMessage,
-} from '../shared/cluster';
-import { nodeAgentProof, proofMatches, streamOpenSignature, streamProof } from '../shared/agent-proofs';
-import type { BrokerToAgentMessage } from '../shared/control-channel';
+} from '../shared/protocol/cluster';
+import { nodeAgentProof, proofMatches, streamOpenSignature, streamProof } from '../shared/auth/agent-proofs';
+import type { BrokerToAgentMessage } from '../shared/protocol/control-channel';
 import type { Logger } from '../shared/log';
-import type { StreamAccess, StreamGrant } from '../shared/session-stream';
+import type { StreamAccess, StreamGrant } from '../shared/protocol/session-stream';
 import type { Bus } from './bus';
 import type { ControlPresence } from './control-presence';
-import type { LocalBroker } from './local-broker';
+import type { LocalRelay } from './local-relay';
 
 type StreamOpen = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
 
@@ -49,7 +49,7 @@ export interface ControlStreamsDeps {
   log: Logger;
   api: StreamsApi;
   presence: ControlPresence;
-  broker: () => LocalBroker | undefined;
+  localRelay: () => LocalRelay | undefined;
   broadcastRefused(deviceId: string, streamId: string, message: string): void;
 }
 
@@ -74,7 +74,7 @@ export function createControlStreams(deps: ControlStreamsDeps) {
 
   /** Sends `stream.open` to the device through the node that holds it; true when that node handed it over. */
   async function route(deviceId: string, msg: StreamOpen): Promise<boolean> {
-    if (deps.broker()?.sendToAgent(deviceId, msg)) return true;
+    if (deps.localRelay()?.sendToAgent(deviceId, msg)) return true;
     const holder = presence.holders.holder(deviceId);
     if (!holder || holder.node === deps.run) return false;
     const reply = await bus.request(nodeSubject(nameOfRun(holder.node)), { type: 'agent.send', device_id: deviceId, message: msg }, sentReply);
@@ -127,7 +127,7 @@ export function createControlStreams(deps: ControlStreamsDeps) {
     });
     bus.onNode(CONTROL_VERBS.streamRefused, streamRefusedMessage, ({ node: name, body }) => {
       if (!presence.holds(name, body.device_id)) return;
-      if (!deps.broker()?.streamRefused(body.device_id, body.stream_id, body.message)) deps.broadcastRefused(body.device_id, body.stream_id, body.message);
+      if (!deps.localRelay()?.streamRefused(body.device_id, body.stream_id, body.message)) deps.broadcastRefused(body.device_id, body.stream_id, body.message);
     });
     bus.onNode(CONTROL_VERBS.streams, streamsMessage, ({ node: name, body }) => {
       const clients = api.streamClients;
@@ -139,7 +139,7 @@ export function createControlStreams(deps: ControlStreamsDeps) {
 
   return {
     listen,
-    /** For the local broker: a device held elsewhere gets `stream.open`, signed, to dial this node. */
+    /** For the local relay: a device held elsewhere gets `stream.open`, signed, to dial this node. */
     async routeLocal(deviceId: string, msg: StreamOpen): Promise<boolean> {
       const out = signed(deviceId, msg, deps.publicUrl);
       return out ? route(deviceId, out) : false;

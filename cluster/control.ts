@@ -6,17 +6,17 @@
  * what every node must act on. Each node is known by the name its subjects carry, which the bus's
  * permissions prove; nothing a node says about another node is taken.
  */
-import { BROADCAST_SUBJECT, type BroadcastMessage } from '../shared/cluster';
-import type { BrokerToAgentMessage } from '../shared/control-channel';
+import { BROADCAST_SUBJECT, type BroadcastMessage } from '../shared/protocol/cluster';
+import type { BrokerToAgentMessage } from '../shared/protocol/control-channel';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
-import type { StreamRecorder } from '../shared/recording';
+import type { StreamRecorder } from '../shared/relay/recording';
 import type { Bus } from './bus';
 import { createControlPresence, type PresenceApi } from './control-presence';
 import { createControlStreams, type StreamsApi } from './control-streams';
 import { broadcastingRelay } from './broadcasts';
 import { nodeHeartbeatOf } from './heartbeats';
-import type { LocalBroker } from './local-broker';
+import type { LocalRelay } from './local-relay';
 import { receiveRecordings } from './recording-link';
 
 export type { PresenceWrite } from './control-presence';
@@ -46,7 +46,7 @@ type StreamOpen = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
 
 export function createControl(deps: ControlDeps) {
   const { bus, log, api } = deps;
-  let broker: LocalBroker | undefined;
+  let localRelay: LocalRelay | undefined;
   let heldBroadcasts: BroadcastMessage[] = [];
   let everUp = false;
   const timers: NodeJS.Timeout[] = [];
@@ -73,7 +73,7 @@ export function createControl(deps: ControlDeps) {
     log,
     api,
     presence,
-    broker: () => broker,
+    localRelay: () => localRelay,
     broadcastRefused: (deviceId, streamId, message) => broadcast({ type: 'stream.refused', device_id: deviceId, stream_id: streamId, message }),
   });
   deps.metrics.gauge('tether_cluster_bus_up', '1 while this node is connected to NATS.', () => (bus.up() ? 1 : 0));
@@ -88,16 +88,16 @@ export function createControl(deps: ControlDeps) {
     /** The local broker's presence: held by this node, written like any other node's. */
     presence: presence.local,
 
-    /** For the local broker: a device held elsewhere gets `stream.open` through its node, to dial here. */
+    /** For the local relay: a device held elsewhere gets `stream.open` through its node, to dial here. */
     routeStream: (deviceId: string, msg: StreamOpen) => streams.routeLocal(deviceId, msg),
 
     onStreamRefusedElsewhere(deviceId: string, streamId: string, message: string): void {
       broadcast({ type: 'stream.refused', device_id: deviceId, stream_id: streamId, message });
     },
 
-    /** What the API tells the relay (shared/relay.ts), for every node; sessions can be opened only while the bus is up. */
+    /** What the API tells the relay (shared/relay/events.ts), for every node; sessions can be opened only while the bus is up. */
     relay: broadcastingRelay({
-      broker: () => broker,
+      localRelay: () => localRelay,
       broadcast,
       available: () => bus.up(),
       sessionClosed: (sessionId) => streams.sessionClosed(sessionId),
@@ -115,8 +115,8 @@ export function createControl(deps: ControlDeps) {
 
     busDown(): void {},
 
-    start(localBroker: LocalBroker): void {
-      broker = localBroker;
+    start(relay: LocalRelay): void {
+      localRelay = relay;
       presence.listen();
       streams.listen();
       recordings = receiveRecordings(bus, api.recordings, log, (name, sessionId) => streams.recordable(name, sessionId));

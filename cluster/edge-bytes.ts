@@ -3,7 +3,7 @@
  * to the sessions' records) until it acknowledges them: counts not acknowledged go again with the
  * next ones.
  */
-import { CONTROL_VERBS, okReply, type ControlVerb } from '../shared/cluster';
+import { CONTROL_VERBS, okReply, type ControlVerb } from '../shared/protocol/cluster';
 import type { Bus } from './bus';
 
 type Counts = { toDevice: number; fromDevice: number };
@@ -21,7 +21,7 @@ export function createEdgeBytes(bus: Bus, subject: (verb: ControlVerb) => string
   }
 
   return {
-    /** Where the broker records byte counts. */
+    /** Where the relay records byte counts. */
     record(counts: Map<string, Counts>): void {
       for (const [id, c] of counts) add(id, c);
     },

@@ -5,11 +5,11 @@
  * bearer token. Answers are kept a short while, and dropped at once by the broadcasts that change
  * them.
  */
-import { agentKey, nodeAgentProof, type AgentCredential } from '../shared/agent-proofs';
-import { agentAuthReply, CONTROL_VERBS, streamAuthReply, type BroadcastMessage, type ControlVerb } from '../shared/cluster';
+import { agentKey, nodeAgentProof, type AgentCredential } from '../shared/auth/agent-proofs';
+import { agentAuthReply, CONTROL_VERBS, streamAuthReply, type BroadcastMessage, type ControlVerb } from '../shared/protocol/cluster';
 import { sha256Hex } from '../shared/ids';
-import type { StreamAccess, StreamGrant } from '../shared/session-stream';
-import { ticketDigest as ticketDigestOf } from '../shared/tickets';
+import type { StreamAccess, StreamGrant } from '../shared/protocol/session-stream';
+import { ticketDigest as ticketDigestOf } from '../shared/auth/tickets';
 import type { Bus } from './bus';
 
 /** How long a proven agent token is taken on trust without asking again. */

@@ -4,12 +4,12 @@
  * have missed some (it restarted, the bus was away, a batch was lost), as a full snapshot; and
  * the clients of session streams here, for the control node's idle sessions.
  */
-import { CONTROL_VERBS, PART, type AgentOffline, type AgentOnline, type ControlVerb } from '../shared/cluster';
+import { CONTROL_VERBS, PART, type AgentOffline, type AgentOnline, type ControlVerb } from '../shared/protocol/cluster';
 import { randomBase32 } from '../shared/ids';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Bus } from './bus';
-import type { LocalBroker } from './local-broker';
+import type { LocalRelay } from './local-relay';
 
 const PRESENCE_FLUSH_MS = 50;
 
@@ -20,8 +20,8 @@ export interface EdgePresenceDeps {
   subject(verb: ControlVerb): string;
   log: Logger;
   metrics: Metrics;
-  /** The broker whose agents a snapshot lists, once it runs. */
-  broker(): LocalBroker | undefined;
+  /** The relay whose agents a snapshot lists, once it runs. */
+  localRelay(): LocalRelay | undefined;
   /** The node's proof for a device, sent with its presence. */
   proofOf(deviceId: string): string;
 }
@@ -83,11 +83,11 @@ export function createEdgePresence(deps: EdgePresenceDeps) {
   });
 
   function sendSnapshot(): void {
-    const broker = deps.broker();
-    if (!broker) return;
+    const localRelay = deps.localRelay();
+    if (!localRelay) return;
     needSnapshot = false;
     flush();
-    const all = [...broker.agents()].map(online);
+    const all = [...localRelay.agents()].map(online);
     const snapshotId = randomBase32(16);
     let i = 0;
     do {
@@ -104,7 +104,7 @@ export function createEdgePresence(deps: EdgePresenceDeps) {
   }
 
   return {
-    /** Where the broker reports its agents (its PresenceSink). */
+    /** Where the relay reports its agents (its PresenceSink). */
     sink: {
       online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null, generation: number): void {
         pendingOnline.push(online({ deviceId, generation, since: at, agentVersion, forwardAllow }));

@@ -1,13 +1,13 @@
 /**
- * @module An edge node's side of the cluster (docs/cluster.md): what its broker needs from a
+ * @module An edge node's side of the cluster (docs/cluster.md): what its relay needs from a
  * database it does not have, asked of the control node over NATS (./edge-credentials), what it
  * reports of the agents and clients it holds (./edge-presence) and of the bytes it relays
  * (./edge-bytes), and its heartbeat, whose answer says when the control node needs the whole
  * picture again. An edge cut from the bus past the agents' heartbeat deadline lets its agents go,
  * so that they reconnect to a node that can vouch for them.
  */
-import { CONTROL_VERBS, controlSubject, nodeHeartbeatReply, sentReply, type BroadcastMessage, type ControlVerb } from '../shared/cluster';
-import type { BrokerToAgentMessage } from '../shared/control-channel';
+import { CONTROL_VERBS, controlSubject, nodeHeartbeatReply, sentReply, type BroadcastMessage, type ControlVerb } from '../shared/protocol/cluster';
+import type { BrokerToAgentMessage } from '../shared/protocol/control-channel';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Bus } from './bus';
@@ -16,7 +16,7 @@ import { createEdgeCredentials } from './edge-credentials';
 import { createEdgePresence } from './edge-presence';
 import { deadlineOf, nodeHeartbeatOf } from './heartbeats';
 import { digestOf } from './holders';
-import type { LocalBroker } from './local-broker';
+import type { LocalRelay } from './local-relay';
 import { followCluster } from './node';
 import { publishedRecordings } from './recording-link';
 
@@ -44,7 +44,7 @@ export function createEdge(deps: EdgeDeps) {
   const subject = (verb: ControlVerb) => controlSubject(nodeName, verb);
   const mono = () => performance.now();
   const deadline = deadlineOf(deps.heartbeatMs);
-  let broker: LocalBroker | undefined;
+  let localRelay: LocalRelay | undefined;
   let controlId: string | undefined;
   let downSince: number | undefined = mono();
   let agentsReleased = false;
@@ -52,17 +52,17 @@ export function createEdge(deps: EdgeDeps) {
   const timers: NodeJS.Timeout[] = [];
 
   const credentials = createEdgeCredentials({ bus, nodeName, subject });
-  const presence = createEdgePresence({ bus, nodeId, subject, log, metrics: deps.metrics, broker: () => broker, proofOf: credentials.proofOf });
+  const presence = createEdgePresence({ bus, nodeId, subject, log, metrics: deps.metrics, localRelay: () => localRelay, proofOf: credentials.proofOf });
   const bytes = createEdgeBytes(bus, subject);
 
   async function heartbeat(): Promise<void> {
-    if (!bus.up() || !broker) return;
+    if (!bus.up() || !localRelay) return;
     // Changes go out first: the control node has them before the heartbeat whose digest covers them.
     presence.flush();
     try {
       const reply = await bus.request(
         subject(CONTROL_VERBS.node),
-        { node_id: nodeId, url: deps.publicUrl, agents: broker.agentCount(), digest: digestOf(broker.agents()) },
+        { node_id: nodeId, url: deps.publicUrl, agents: localRelay.agentCount(), digest: digestOf(localRelay.agents()) },
         nodeHeartbeatReply,
       );
       if (reply.control_id !== controlId) {
@@ -80,11 +80,11 @@ export function createEdge(deps: EdgeDeps) {
 
   /** Past the deadline without the bus, agents go where they can be vouched for. */
   function checkCut(): void {
-    if (downSince === undefined || agentsReleased || !broker || controlId === undefined) return;
+    if (downSince === undefined || agentsReleased || !localRelay || controlId === undefined) return;
     if (mono() - downSince < deadline) return;
     agentsReleased = true;
     log.warn('cut from the cluster bus past the heartbeat deadline; letting the agents go to other nodes', { down_ms: Math.round(mono() - downSince) });
-    broker.disconnectAgents(1001, 'this node lost its cluster; reconnect to another');
+    localRelay.disconnectAgents(1001, 'this node lost its cluster; reconnect to another');
   }
 
   /** A broadcast changed what the edge keeps (or the control node asks for everything again). */
@@ -95,7 +95,7 @@ export function createEdge(deps: EdgeDeps) {
     void heartbeat();
   }
 
-  const brokerDeps = {
+  const relayDeps = {
     authenticateAgent: credentials.authenticateAgent,
     authorizeStream: credentials.authorizeStream,
     presence: presence.sink,
@@ -116,7 +116,7 @@ export function createEdge(deps: EdgeDeps) {
   };
 
   return {
-    brokerDeps,
+    relayDeps,
 
     /** Whether the bus is up (the health check says so). */
     up: () => bus.up(),
@@ -133,10 +133,10 @@ export function createEdge(deps: EdgeDeps) {
       downSince ??= mono();
     },
 
-    /** Starts following the cluster with this broker. */
-    start(localBroker: LocalBroker): void {
-      broker = localBroker;
-      followCluster({ bus, nodeName, broker: localBroker, log, onBroadcast });
+    /** Starts following the cluster with this relay. */
+    start(relay: LocalRelay): void {
+      localRelay = relay;
+      followCluster({ bus, nodeName, localRelay: relay, log, onBroadcast });
       const beat = nodeHeartbeatOf(deps.heartbeatMs);
       timers.push(
         setInterval(() => {
@@ -144,7 +144,7 @@ export function createEdge(deps: EdgeDeps) {
           checkCut();
         }, beat),
         setInterval(() => void bytes.flush(), BYTES_FLUSH_MS),
-        setInterval(() => credentials.prune(new Set([...localBroker.agents()].map((a) => a.deviceId))), 10_000),
+        setInterval(() => credentials.prune(new Set([...relay.agents()].map((a) => a.deviceId))), 10_000),
       );
       bus.start();
     },

@@ -6,7 +6,7 @@
  * across nodes irrelevant: an agent that moved from A to B is never marked offline by A's late
  * disconnect, and neither by the end of a connection that A registered late, after the agent
  * had already given up on it and gone to B (a slow handshake on a loaded node). On one node a
- * later generation replaces an earlier one (the broker closes the older connection of a device).
+ * later generation replaces an earlier one (the relay closes the older connection of a device).
  *
  * Each node's connections also add up to a digest (an XOR of a hash per connection, kept as
  * they come and go) that the node computes over its own agents: when the two differ for longer

@@ -10,7 +10,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createAccount, createOperator, createUser, encodeAccount, encodeOperator, encodeUser, fmtCreds, fromSeed, type KeyPair } from '@nats-io/jwt';
-import { CONTROL_NAME, natsPermissions, NODE_NAME } from '../shared/cluster';
+import { CONTROL_NAME, natsPermissions, NODE_NAME } from '../shared/protocol/cluster';
 
 export interface NatsConfigOptions {
   out: string;

@@ -11,10 +11,10 @@
  * (1 byte), `length` (4 bytes, big-endian); for a payload slice, its length (4 bytes) and bytes.
  */
 import type { MsgHdrs } from '@nats-io/transport-node';
-import { CONTROL_VERBS, controlSubject, RECORDING_HEADERS, recordingStart } from '../shared/cluster';
+import { CONTROL_VERBS, controlSubject, RECORDING_HEADERS, recordingStart } from '../shared/protocol/cluster';
 import type { Logger } from '../shared/log';
-import type { FrameTap, StreamRecorder, StreamRecording } from '../shared/recording';
-import type { StreamGrant } from '../shared/session-stream';
+import type { FrameTap, StreamRecorder, StreamRecording } from '../shared/relay/recording';
+import type { StreamGrant } from '../shared/protocol/session-stream';
 import type { Bus } from './bus';
 
 const FLUSH_MS = 20;

@@ -3,7 +3,7 @@ import { statSync } from 'node:fs';
 import { createAgent } from '../agent/agent';
 import { loadAgentConfig, logSettings, type AgentFlags } from '../agent/config';
 import { createLogger } from '../shared/log';
-import { guardProcess } from '../shared/process-guard';
+import { guardProcess } from './process-guard';
 
 export async function runAgent(flags: AgentFlags, env: NodeJS.ProcessEnv): Promise<void> {
   const config = loadAgentConfig(flags, env);

@@ -9,7 +9,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { problemsOf, type Problem } from '../shared/zod-issues';
 import { LOG_LEVELS } from '../shared/log';
-import { didYouMean, ENV_PREFIX, KNOWN_SETTINGS, unknownSettings } from '../shared/settings-names';
+import { didYouMean, ENV_PREFIX, KNOWN_SETTINGS, unknownSettings } from './settings-names';
 import { DEFAULT_DATA_DIR } from './server-defaults';
 
 /** On or off: `1`/`0`, `true`/`false` (environment), or a YAML boolean. */
@@ -82,7 +82,7 @@ const fileSchema = z.strictObject({
 });
 
 /** Every setting of `tether broker` (an edge node: no database, so none of the data settings). */
-const brokerSchema = z.strictObject({
+const edgeSchema = z.strictObject({
   ...common,
   public_url: z.url({ protocol: /^https?$/, error: 'is required: the URL agents and clients reach this node at (http(s)://host:port)' }),
   nats_url: natsUrl('is required: the cluster bus, e.g. nats://127.0.0.1:4222'),
@@ -103,7 +103,7 @@ export interface ServerConfig extends Omit<ServerSettings, 'listen' | 'public_ur
 }
 
 /** `tether broker`'s settings: an edge node of a cluster. */
-export interface BrokerConfig {
+export interface EdgeConfig {
   host: string;
   port: number;
   publicUrl: string;
@@ -123,7 +123,7 @@ export class ConfigError extends Error {
 /** Every setting's name in a config file (`TETHER_` + upper case in the environment). */
 export const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof ServerSettings>;
 /** Every setting of `tether broker`. */
-export const BROKER_SETTING_NAMES = Object.keys(brokerSchema.shape);
+export const EDGE_SETTING_NAMES = Object.keys(edgeSchema.shape);
 
 type Owner = 'server' | 'broker';
 
@@ -218,8 +218,8 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
 }
 
 /** Reads `tether broker`'s settings from an optional YAML file and the environment. Throws ConfigError. */
-export function loadBrokerConfig(env: NodeJS.ProcessEnv, configFile?: string): Readonly<BrokerConfig> {
-  const s = loadSettings(brokerSchema, 'broker', env, configFile);
+export function loadEdgeConfig(env: NodeJS.ProcessEnv, configFile?: string): Readonly<EdgeConfig> {
+  const s = loadSettings(edgeSchema, 'broker', env, configFile);
   return Object.freeze({
     ...hostPort(s.listen, 'broker'),
     publicUrl: s.public_url.replace(/\/+$/, ''),

@@ -1,7 +1,7 @@
 /**
  * @module The composition root of `tether server`: binds the port first (a taken port stops it
- * before anything is written), then opens the store, builds the API and the broker, wires them
- * to each other through their interfaces (the relay, shared/relay.ts; what the broker reports to
+ * before anything is written), then opens the store, builds the API and the relay, wires them
+ * to each other through their interfaces (the relay, shared/relay/events.ts; what the relay reports to
  * the API), and serves both on that port. Owns every long-lived
  * resource and closes them in order on `stop()`.
  */
@@ -10,21 +10,21 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApi, type Api } from '../api/app';
-import { simulatedRuntime } from '../api/deployments/simulated-runtime';
+import { simulatedRuntime } from '../api/services/simulated-runtime';
 import { bootstrapAdmin } from '../api/identity/bootstrap';
 import { openStore, type Store } from '../api/store/index';
-import { createBroker } from '../broker/index';
+import { createRelay } from '../relay/index';
 import { createBus, redactedUrl } from '../cluster/bus';
 import { createControl, type Control } from '../cluster/control';
-import type { AgentAuthenticator } from '../broker/credentials';
-import { agentKey, proofMatches, streamProof } from '../shared/agent-proofs';
-import { CONTROL_NAME, nodeIdOf } from '../shared/cluster';
-import type { StreamGrant } from '../shared/session-stream';
+import type { AgentAuthenticator } from '../relay/credentials';
+import { agentKey, proofMatches, streamProof } from '../shared/auth/agent-proofs';
+import { CONTROL_NAME, nodeIdOf } from '../shared/protocol/cluster';
+import type { StreamGrant } from '../shared/protocol/session-stream';
 import { randomBase32 } from '../shared/ids';
 import { createLogger, type Logger } from '../shared/log';
 import { createMetrics, type Metrics } from '../shared/metrics';
-import { guardProcess } from '../shared/process-guard';
-import { createTicketer } from '../shared/tickets';
+import { guardProcess } from './process-guard';
+import { createTicketer } from '../shared/auth/tickets';
 import type { ServerConfig } from './server-config';
 import { holdRequests, listen } from './server-listen';
 
@@ -79,21 +79,21 @@ interface WireDeps {
 }
 
 /**
- * The API and the broker, each reaching the other only through interfaces of its own: the API
- * tells the relay (shared/relay.ts: the broker, or in a cluster the control node, which tells
- * every node), and the broker reports to the API through `apiForRelay`.
+ * The API and the relay, each reaching the other only through interfaces of its own: the API
+ * tells the relay (shared/relay/events.ts: the relay, or in a cluster the control node, which tells
+ * every node), and the relay reports to the API through `apiForRelay`.
  */
 function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
   const { now, log, metrics } = deps;
   let api: Api | undefined;
-  // The broker and the control node exist before the API that they report to, and call it only
+  // The relay and the control node exist before the API that they report to, and call it only
   // once agents and clients connect (the server listens after wiring).
   const apiSide = apiForRelay(() => api!);
   // A cluster's control node (TETHER_NATS_URL): the relay reaches every node, presence goes
   // through the table of which node holds which agent.
   const control = config.natsUrl === undefined ? undefined : controlNode(store, config, deps, apiSide);
-  const broker = createBroker({
-    log: log.child({ component: 'broker' }),
+  const relayServer = createRelay({
+    log: log.child({ component: 'relay' }),
     metrics,
     now,
     heartbeatMs: config.heartbeat_ms,
@@ -111,7 +111,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
   });
   api = createApi({
     store,
-    relay: control?.relay ?? broker,
+    relay: control?.relay ?? relayServer,
     log,
     metrics,
     ticketer: createTicketer(store.secret('stream-ticket')),
@@ -130,10 +130,10 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
       minFreeBytes: config.recordings_min_free_bytes,
     },
   });
-  return { api, broker, control };
+  return { api, relayServer, control };
 }
 
-/** What the relay side (the broker; in a cluster, the control node for every node) reports to and asks of the API, which exists once `api()` is called. */
+/** What the relay side (the relay; in a cluster, the control node for every node) reports to and asks of the API, which exists once `api()` is called. */
 function apiForRelay(api: () => Api) {
   return {
     authorizeStream: (sessionId: string, credentials: Parameters<Api['authorizeStream']>[1]) => api().authorizeStream(sessionId, credentials),
@@ -223,7 +223,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     const metrics = createMetrics();
     const escaped = metrics.counter('tether_uncaught_errors_total', 'Errors that escaped every handler (a bug: please report it).');
     if (options.guardProcess) unguard = guardProcess(log, (kind) => escaped.inc({ kind }));
-    const { api, broker, control } = (parts = wire(store, config, { now, log, metrics, publicUrl: () => config.publicUrl ?? url, joinTimeoutMs: options.joinTimeoutMs }));
+    const { api, relayServer, control } = (parts = wire(store, config, { now, log, metrics, publicUrl: () => config.publicUrl ?? url, joinTimeoutMs: options.joinTimeoutMs }));
     tokenFile = bootstrapAdmin(store, api.identity, config.data_dir, config.bootstrap_token, now);
     if (tokenFile) print(`created user admin (administrator); its token is in ${tokenFile}`);
     api.start();
@@ -231,12 +231,12 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
       if (socket.writable) socket.end(api.parserRejection(err));
       else socket.destroy();
     });
-    held.ready(api.callback(), (req, socket, head) => broker.handleUpgrade(req, socket, head));
-    control?.start(broker);
+    held.ready(api.callback(), (req, socket, head) => relayServer.handleUpgrade(req, socket, head));
+    control?.start(relayServer);
   } catch (err) {
     held.fail();
     await closeHttp(server);
-    await parts?.broker.close();
+    await parts?.relayServer.close();
     await parts?.control?.close();
     parts?.api.shutdown();
     await parts?.api.drain();
@@ -251,7 +251,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     url,
     port,
     adminTokenFile: tokenFile,
-    stop: stopOnce(server, parts.api, parts.broker, parts.control, store, log, unguard),
+    stop: stopOnce(server, parts.api, parts.relayServer, parts.control, store, log, unguard),
   };
 }
 
@@ -265,7 +265,7 @@ function closeHttp(server: Server): Promise<void> {
 function stopOnce(
   server: Server,
   api: Api,
-  broker: ReturnType<typeof createBroker>,
+  relayServer: ReturnType<typeof createRelay>,
   control: Control | undefined,
   store: Store,
   log: Logger,
@@ -278,7 +278,7 @@ function stopOnce(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const sessionsClosed = api.shutdown();
-      await broker.close();
+      await relayServer.close();
       await control?.close(); // the last presence written, the bus closed
       server.closeAllConnections();
       await closed;

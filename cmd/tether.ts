@@ -31,16 +31,16 @@ async function runServer(configFile: string | undefined): Promise<void> {
 }
 
 async function runBroker(configFile: string | undefined): Promise<void> {
-  const { ConfigError, loadBrokerConfig } = await import('./server-config');
+  const { ConfigError, loadEdgeConfig } = await import('./server-config');
   let config;
   try {
-    config = loadBrokerConfig(process.env, configFile);
+    config = loadEdgeConfig(process.env, configFile);
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
   }
-  const { startBrokerNode } = await import('./broker-node');
-  const node = await startBrokerNode(config, { guardProcess: true });
+  const { startEdgeNode } = await import('./edge-node');
+  const node = await startEdgeNode(config, { guardProcess: true });
   await untilSignalled(() => node.stop());
 }
 

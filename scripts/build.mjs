@@ -56,7 +56,7 @@ await Promise.all([
     entryPoints: ['cmd/agent-main.ts'],
     outfile: 'dist/tether-agent.js',
     // Native modules cannot be bundled; ws loads bufferutil/utf-8-validate when they are installed
-    // (tether does not install them: see the note on masking in shared/ws-mask.ts).
+    // (tether does not install them: see the note on masking in shared/websocket/mask.ts).
     external: ['node-pty', 'bufferutil', 'utf-8-validate'],
     banner: { js: '#!/usr/bin/env node' },
   }),

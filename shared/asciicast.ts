@@ -59,7 +59,6 @@ export function parseCastHeader(line: string): CastHeader | undefined {
 // ECMA-48: CSI (ESC [ or 0x9b … final byte), OSC/DCS/SOS/PM/APC strings (ended by BEL or ST),
 // two-byte escapes (ESC and one more), and the C0/C1 controls other than tab and newline.
 const ESCAPES =
-  // eslint-disable-next-line no-control-regex
   /(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[\s\S]*?(?:\x07|\x1b\\|\x9c|$)|\x1b[ -/]*[0-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Keeps the codebase honest (STYLE.md): agent/, broker/, api/ and the client cli/ import only
+ * Keeps the codebase honest (STYLE.md): agent/, relay/, api/, cluster/ and the client cli/ import only
  * shared/ and packages, never each other; shared/ imports none of them. No two folders and no two
  * files import each other, directly or around a ring (types included: a cycle over a type is
  * still a knot), and nothing outside test/ imports test/. The device agent's bundle stays free
@@ -11,7 +11,7 @@ import { build, type Metafile } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(__dirname, '..');
-const ROLES = ['agent', 'broker', 'api', 'cli', 'shared', 'console', 'cluster'] as const;
+const ROLES = ['agent', 'relay', 'api', 'cli', 'shared', 'console', 'cluster'] as const;
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -52,7 +52,7 @@ function apiImportsOf(file: string): string[] {
     .filter((target) => !target.startsWith('..'));
 }
 
-const FEATURES = ['sessions', 'identity', 'devices', 'deployments', 'fleet'];
+const FEATURES = ['sessions', 'identity', 'devices', 'services', 'fleet'];
 /** The files of a feature that speak HTTP: its routes and its envelope. */
 const HTTP_FACING = new Set(['routes.ts', 'envelope.ts']);
 
@@ -175,7 +175,7 @@ describe('no import cycles', () => {
   });
 
   // A folder may use what a folder above it holds in common (api/store/ the roles in api/roles.ts,
-  // broker/hop/ broker/reject.ts: STYLE's `socketServer.ts` beside `socketServer/`); any other
+  // relay/hop/ relay/reject.ts: STYLE's `socketServer.ts` beside `socketServer/`); any other
   // import between folders counts, and must not come back around. A cycle through a parent's
   // file is a cycle between files, which the test above finds.
   it('between folders: no folder imports one that imports it back, directly or around a ring', () => {

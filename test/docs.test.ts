@@ -11,8 +11,8 @@ import { ERROR_CODES, FLEET_ERRORS } from '../shared/api/errors';
 import { registerClientCommands } from '../cli/index';
 import { addAgentOptions } from '../cmd/agent-options';
 import { SETTING_NAMES } from '../cmd/server-config';
-import { AGENT_CLOSE, agentToBrokerMessage, brokerToAgentMessage } from '../shared/control-channel';
-import { STREAM_CLOSE } from '../shared/session-stream';
+import { AGENT_CLOSE, agentToBrokerMessage, brokerToAgentMessage } from '../shared/protocol/control-channel';
+import { STREAM_CLOSE } from '../shared/protocol/session-stream';
 import {
   BROADCAST_SUBJECT,
   broadcastMessage,
@@ -24,13 +24,13 @@ import {
   nodeSubject,
   PART,
   presenceMessage,
-} from '../shared/cluster';
-import { createBroker } from '../broker/index';
+} from '../shared/protocol/cluster';
+import { createRelay } from '../relay/index';
 import { createBus } from '../cluster/bus';
 import { createControl } from '../cluster/control';
 import { AGENT_AUTH_CACHE_MS, createEdge, STREAM_AUTH_CACHE_MS } from '../cluster/edge';
 import { deadlineOf, nodeHeartbeatOf } from '../cluster/heartbeats';
-import { BROKER_SETTING_NAMES, loadBrokerConfig } from '../cmd/server-config';
+import { EDGE_SETTING_NAMES, loadEdgeConfig } from '../cmd/server-config';
 import { silentLogger } from '../shared/log';
 import { createMetrics } from '../shared/metrics';
 import { detachedApi } from './helpers/api';
@@ -137,7 +137,7 @@ describe('docs/cluster.md', () => {
   const subjects = tableRows(text, '## What the nodes say to each other');
   const subjectOf = (row: string[]) => row[0]!.replace(/`/g, '');
 
-  it('lists exactly the subjects of shared/cluster.ts: a row per control verb, the node commands and the broadcasts', () => {
+  it('lists exactly the subjects of shared/protocol/cluster.ts: a row per control verb, the node commands and the broadcasts', () => {
     const documented = subjects.map(subjectOf).sort();
     const code = [...Object.values(CONTROL_VERBS).map((verb) => controlSubject('<node>', verb)), nodeSubject('<node>'), BROADCAST_SUBJECT].sort();
     expect(documented).toEqual(code);
@@ -182,7 +182,7 @@ describe('docs/cluster.md', () => {
   it("states the edges' cache lifetimes and the heartbeat deadline as the code has them", () => {
     expect(text).toContain(`keeps a proven agent token for ${AGENT_AUTH_CACHE_MS / 1000} s`);
     expect(text).toContain(`a stream grant for ${STREAM_AUTH_CACHE_MS / 1000} s`);
-    const defaults = loadBrokerConfig({ TETHER_NATS_URL: 'nats://127.0.0.1:4222', TETHER_PUBLIC_URL: 'http://127.0.0.1:8081' });
+    const defaults = loadEdgeConfig({ TETHER_NATS_URL: 'nats://127.0.0.1:4222', TETHER_PUBLIC_URL: 'http://127.0.0.1:8081' });
     expect(text).toContain(`two heartbeat intervals, ${deadlineOf(defaults.heartbeat_ms) / 1000} s by default`);
     expect(deadlineOf(defaults.heartbeat_ms)).toBe(2 * defaults.heartbeat_ms);
     // "4 times per deadline (at most every 5 s)"
@@ -195,17 +195,17 @@ describe('docs/cluster.md', () => {
   it("names only real settings, and an edge's settings are the ones it needs", () => {
     const named = new Set([...text.matchAll(/`?(TETHER_[A-Z_]+)/g)].map((m) => m[1]!));
     const agentEnv = new Set([...JSON.stringify(addAgentOptions(new Command('agent')).options.map((o) => o.description)).matchAll(/env (TETHER_[A-Z_]+)/g)].map((m) => m[1]!));
-    const settings = new Set([...SETTING_NAMES, ...BROKER_SETTING_NAMES].map((n) => `TETHER_${n.toUpperCase()}`));
+    const settings = new Set([...SETTING_NAMES, ...EDGE_SETTING_NAMES].map((n) => `TETHER_${n.toUpperCase()}`));
     expect([...named].filter((n) => !settings.has(n) && !agentEnv.has(n))).toEqual([]);
     // The edge row of the table of nodes: what `tether broker` cannot start without.
     const edgeRow = tableRows(text, '# Several broker nodes joined by NATS').find((r) => r[0]!.startsWith('edge'))!;
     const needs = [...edgeRow[3]!.matchAll(/`(TETHER_[A-Z_]+)`/g)].map((m) => m[1]!);
     expect(needs.sort()).toEqual(['TETHER_NATS_CREDS', 'TETHER_NATS_URL', 'TETHER_PUBLIC_URL']);
-    for (const name of needs) expect(BROKER_SETTING_NAMES.map((n) => `TETHER_${n.toUpperCase()}`)).toContain(name);
-    expect(() => loadBrokerConfig({ TETHER_NATS_URL: 'nats://127.0.0.1:4222' })).toThrow(/TETHER_PUBLIC_URL/);
-    expect(() => loadBrokerConfig({ TETHER_PUBLIC_URL: 'http://127.0.0.1:8081' })).toThrow(/TETHER_NATS_URL/);
+    for (const name of needs) expect(EDGE_SETTING_NAMES.map((n) => `TETHER_${n.toUpperCase()}`)).toContain(name);
+    expect(() => loadEdgeConfig({ TETHER_NATS_URL: 'nats://127.0.0.1:4222' })).toThrow(/TETHER_PUBLIC_URL/);
+    expect(() => loadEdgeConfig({ TETHER_PUBLIC_URL: 'http://127.0.0.1:8081' })).toThrow(/TETHER_NATS_URL/);
     // "Without credentials … a node starts only when every bus address is on loopback"; a user and password are credentials.
-    const edgeAt = (url: string) => () => loadBrokerConfig({ TETHER_NATS_URL: url, TETHER_PUBLIC_URL: 'http://10.0.0.2:8081' });
+    const edgeAt = (url: string) => () => loadEdgeConfig({ TETHER_NATS_URL: url, TETHER_PUBLIC_URL: 'http://10.0.0.2:8081' });
     expect(edgeAt('nats://10.0.0.1:4222')).toThrow(/TETHER_NATS_CREDS/);
     expect(edgeAt('nats://127.0.0.1:4222,nats://10.0.0.1:4222')).toThrow(/TETHER_NATS_CREDS/);
     expect(edgeAt('nats://127.0.0.1:4222')).not.toThrow();
@@ -223,7 +223,7 @@ describe('docs/cluster.md', () => {
     // The parts of each node, as the composition roots put them together, built and never started.
     const bus = (nodeName: string) => createBus({ url: 'nats://127.0.0.1:1', nodeName, name: 'docs-test', log: silentLogger });
     const brokerOf = (metrics: ReturnType<typeof createMetrics>) =>
-      createBroker({
+      createRelay({
         log: silentLogger,
         metrics,
         now: Date.now,
@@ -261,7 +261,7 @@ describe('docs/cluster.md', () => {
       const onEdge = registered(edgeMetrics);
       for (const name of [...everyNode, ...controlOnly, 'tether_cluster_refused_total']) expect(onControl, name).toContain(name);
       for (const name of edgeOnly) expect(onEdge, name).toContain(name);
-      // tether_cluster_bus_up is the edge's composition root's (cmd/broker-node.ts); the rest of every node's are the broker's.
+      // tether_cluster_bus_up is the edge's composition root's (cmd/edge-node.ts); the rest of every node's are the broker's.
       for (const name of everyNode.filter((n) => n !== 'tether_cluster_bus_up')) expect(onEdge, name).toContain(name);
       const cluster = (set: Set<string>) => [...set].filter((n) => n.startsWith('tether_cluster_'));
       expect(cluster(onControl).filter((n) => !text.includes(`\`${n}`))).toEqual([]);

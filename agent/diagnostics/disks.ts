@@ -1,5 +1,6 @@
 /** @module `disk.usage`: every real mounted filesystem with its size, like `df`, via statfs. */
 import { readFile, statfs } from 'node:fs/promises';
+import type { DiskMount, DiskUsage } from '../../shared/protocol/diagnostics';
 
 // Kernel and virtual filesystems that say nothing about storage.
 const PSEUDO = new Set([
@@ -10,7 +11,7 @@ const PSEUDO = new Set([
 
 const unescapeMount = (s: string) => s.replace(/\\(\d{3})/g, (_m, oct: string) => String.fromCharCode(parseInt(oct, 8)));
 
-export async function diskUsage() {
+export async function diskUsage(): Promise<DiskUsage> {
   let mounts: Array<{ device: string; mount: string; fstype: string }>;
   try {
     mounts = (await readFile('/proc/mounts', 'utf8'))
@@ -25,7 +26,7 @@ export async function diskUsage() {
     mounts = [{ device: 'root', mount: '/', fstype: 'unknown' }];
   }
   const seen = new Set<string>();
-  const result = [];
+  const result: DiskMount[] = [];
   for (const m of mounts) {
     if (seen.has(m.mount)) continue;
     seen.add(m.mount);

@@ -4,9 +4,10 @@
  * `/proc`, `/sys`, the OS or the log dirs.
  */
 import * as z from 'zod/mini';
-import type { Request, Response } from '../../shared/session-stream';
+import type { DiagnosticOp, DiagnosticResults } from '../../shared/protocol/diagnostics';
+import type { Request, Response } from '../../shared/protocol/session-stream';
 import type { Handler, HandlerContext, HandlerFactory } from '../protocol-handler';
-import { OpError } from '../../shared/op-error';
+import { OpError } from '../../shared/protocol/op-error';
 import { paramsOf, parseRequest, toErrorBody } from '../requests';
 import { diskUsage } from './disks';
 import { logTail, MAX_TAIL_LINES } from './logs';
@@ -21,9 +22,10 @@ const tailParams = z.strictObject({
   lines: z._default(z.int().check(z.gte(1), z.lte(MAX_TAIL_LINES)), 100),
 });
 
-type Op = (req: Request, ctx: HandlerContext) => Promise<unknown>;
+/** An op: its params checked, then its result (`shared/protocol/diagnostics.ts`). */
+type Op<K extends DiagnosticOp> = (req: Request, ctx: HandlerContext) => Promise<DiagnosticResults[K]>;
 
-export const DIAGNOSTIC_OPS: Record<string, Op> = {
+export const DIAGNOSTIC_OPS: { [K in DiagnosticOp]: Op<K> } = {
   'system.info': async (req) => (paramsOf(noParams, req), systemInfo()),
   'system.metrics': async (req) => (paramsOf(noParams, req), systemMetrics()),
   'disk.usage': async (req) => (paramsOf(noParams, req), diskUsage()),
@@ -42,7 +44,7 @@ export const startDiagnostics: HandlerFactory = (stream, ctx): Handler => {
   let inFlight = 0;
 
   async function serve(req: Request): Promise<void> {
-    const op = Object.hasOwn(DIAGNOSTIC_OPS, req.op) ? DIAGNOSTIC_OPS[req.op] : undefined;
+    const op = Object.hasOwn(DIAGNOSTIC_OPS, req.op) ? DIAGNOSTIC_OPS[req.op as DiagnosticOp] : undefined;
     try {
       if (!op) throw new OpError('unknown_op', `unknown op ${req.op}; known: ${Object.keys(DIAGNOSTIC_OPS).join(', ')}`);
       stream.sendJson({ id: req.id, ok: true, result: await op(req, ctx) } satisfies Response);

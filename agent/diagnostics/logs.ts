@@ -11,21 +11,15 @@
  */
 import { readlink, realpath } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
-import { isInside, openRegularConfined } from '../../shared/fs-confine';
-import { OpError } from '../../shared/op-error';
+import { isInside, openRegularConfined } from '../../shared/files/confine';
+import type { LogTail } from '../../shared/protocol/diagnostics';
+import { OpError } from '../../shared/protocol/op-error';
 
 export const MAX_TAIL_LINES = 10_000;
 /** The most the lines of one reply take as JSON (escaping included). */
 export const MAX_TAIL_REPLY_BYTES = 1024 * 1024;
 const CHUNK = 64 * 1024;
 const MAX_READ = 16 * 1024 * 1024;
-
-export interface LogTail {
-  path: string;
-  lines: string[];
-  /** True when lines asked for were left out (or the oldest one kept was cut) to fit the cap. */
-  truncated: boolean;
-}
 
 export async function logTail(logDirs: readonly string[], path: string, lines: number): Promise<LogTail> {
   const { root, real } = await confineToLogDirs(logDirs, path);

@@ -1,6 +1,7 @@
 /** @module `network.interfaces`: addresses from the OS, byte counters from `/sys/class/net`. */
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import type { NetworkInterface, NetworkInterfaces } from '../../shared/protocol/diagnostics';
 
 async function counter(iface: string, name: string): Promise<number | null> {
   try {
@@ -10,8 +11,8 @@ async function counter(iface: string, name: string): Promise<number | null> {
   }
 }
 
-export async function networkInterfaces() {
-  const result = [];
+export async function networkInterfaces(): Promise<NetworkInterfaces> {
+  const result: NetworkInterface[] = [];
   for (const [name, addrs] of Object.entries(os.networkInterfaces())) {
     const list = addrs ?? [];
     result.push({

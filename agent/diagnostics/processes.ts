@@ -3,6 +3,7 @@
  * of one CPU the process used over a short sample; `rss` is resident memory in bytes.
  */
 import { readdir, readFile } from 'node:fs/promises';
+import type { ProcessList, ProcessRow } from '../../shared/protocol/diagnostics';
 
 const PAGE_SIZE = 4096;
 const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux ABI Node supports
@@ -57,13 +58,13 @@ async function sample(): Promise<Map<number, Sample>> {
   return out;
 }
 
-export async function processList(limit: number, sampleMs = 200) {
+export async function processList(limit: number, sampleMs = 200): Promise<ProcessList> {
   const users = await usersById();
   const first = await sample();
   await new Promise((r) => setTimeout(r, sampleMs));
   const second = await sample();
   const seconds = sampleMs / 1000;
-  const rows = [...second.values()].map((p) => {
+  const rows = [...second.values()].map((p): ProcessRow => {
     const before = first.get(p.pid)?.ticks ?? p.ticks;
     return {
       pid: p.pid,

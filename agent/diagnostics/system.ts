@@ -1,6 +1,7 @@
 /** @module `system.info` and `system.metrics`: identity and load of the device, read-only. */
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import type { SystemInfo, SystemMetrics } from '../../shared/protocol/diagnostics';
 import { TETHER_VERSION } from '../../shared/version';
 
 async function osName(): Promise<string> {
@@ -14,7 +15,7 @@ async function osName(): Promise<string> {
   return `${os.type()} ${os.release()}`;
 }
 
-export async function systemInfo() {
+export async function systemInfo(): Promise<SystemInfo> {
   const cpus = os.cpus();
   return {
     hostname: os.hostname(),
@@ -55,7 +56,7 @@ async function memory() {
 }
 
 /** Load averages, CPU use sampled over `sampleMs`, and memory. */
-export async function systemMetrics(sampleMs = 200) {
+export async function systemMetrics(sampleMs = 200): Promise<SystemMetrics> {
   const a = cpuTimes();
   await new Promise((r) => setTimeout(r, sampleMs));
   const b = cpuTimes();

@@ -5,8 +5,8 @@
 import type { Stats } from 'node:fs';
 import { lstat, opendir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { resolveConfined } from '../../shared/fs-confine';
-import { OpError } from '../../shared/op-error';
+import { resolveConfined } from '../../shared/files/confine';
+import { OpError } from '../../shared/protocol/op-error';
 
 export interface Entry {
   name: string;

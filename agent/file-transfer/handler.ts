@@ -7,12 +7,12 @@
 import { lstat, mkdir, realpath, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as z from 'zod/mini';
-import { resolveConfined } from '../../shared/fs-confine';
-import type { DownloadDone, OpErrorBody, Request, Response } from '../../shared/session-stream';
-import { createExtraction, type Extraction } from '../../shared/tar-extract';
-import { packTree } from '../../shared/tar-pack';
+import { resolveConfined } from '../../shared/files/confine';
+import type { DownloadDone, OpErrorBody, Request, Response } from '../../shared/protocol/session-stream';
+import { createExtraction, type Extraction } from '../../shared/files/tar-extract';
+import { packTree } from '../../shared/files/tar-pack';
 import type { Handler, HandlerFactory } from '../protocol-handler';
-import { OpError } from '../../shared/op-error';
+import { OpError } from '../../shared/protocol/op-error';
 import { paramsOf, parseRequest, toErrorBody } from '../requests';
 import { existing, listEntries, statEntry } from './entries';
 import { placeInFilesRoot } from './root-errors';

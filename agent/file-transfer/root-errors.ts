@@ -5,8 +5,8 @@
  * code stays as it was; only the message gains `the files root ROOT of DEVICE`: in its place
  * when the error says it names the root (`OpError.namesRoot`), else after the message.
  */
-import { FILES_ROOT, OpError } from '../../shared/op-error';
-import type { OpErrorBody, OpErrorCode } from '../../shared/session-stream';
+import { FILES_ROOT, OpError } from '../../shared/protocol/op-error';
+import type { OpErrorBody, OpErrorCode } from '../../shared/protocol/session-stream';
 
 /** The codes whose message names the files root. */
 const ABOUT_PATHS: ReadonlySet<OpErrorCode> = new Set(['not_found', 'not_a_directory', 'path_outside_root']);

@@ -17,7 +17,7 @@
 import { closeSync, mkdirSync, openSync, readFileSync, rmdirSync, unlinkSync, writeSync, ftruncateSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Logger } from '../../shared/log';
-import type { StagingJournal } from '../../shared/tar-extract';
+import type { StagingJournal } from '../../shared/files/tar-extract';
 
 /** The journal is emptied when no upload is in progress and it has grown past this. */
 const COMPACT_AT_BYTES = 1024 * 1024;

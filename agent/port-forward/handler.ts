@@ -1,15 +1,15 @@
 /**
  * @module The `port-forward` protocol on the device: the client asks for TCP connections to the
- * session's targets (`shared/port-forward/`), and the agent makes them, but only where both the
+ * session's targets (`shared/protocol/port-forward/`), and the agent makes them, but only where both the
  * session and its own allow-list (`--forward-allow`) say it may: the broker checked the session's
  * targets against that list when the session opened, and the agent checks again for every
  * connection. Connections beyond `--forward-max-connections` are refused, idle ones are reset
  * after `--forward-idle-timeout`, and everything ends with the stream.
  */
 import { connect, type Socket } from 'node:net';
-import { formatTarget, isAllowed, parseTarget } from '../../shared/forward-targets';
-import { FORWARD_PROTOCOL_ERROR, type ResetReason } from '../../shared/port-forward/protocol';
-import { ForwardMux } from '../../shared/port-forward/mux';
+import { formatTarget, isAllowed, parseTarget } from '../../shared/protocol/port-forward/targets';
+import { FORWARD_PROTOCOL_ERROR, type ResetReason } from '../../shared/protocol/port-forward/protocol';
+import { ForwardMux } from '../../shared/protocol/port-forward/mux';
 import { DATA_STREAM_HIGH_WATER } from '../data-stream';
 import type { Handler, HandlerFactory } from '../protocol-handler';
 

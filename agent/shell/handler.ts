@@ -5,8 +5,8 @@
  * of a huge file cannot exhaust memory anywhere. The shell runs under a small wrapper that
  * marks its exit in the output stream (see `exit-marker.ts`), so no trailing output is lost.
  */
-import { parseTextFrame } from '../../shared/text-frame';
-import { shellFlow, shellResize, type ShellExit } from '../../shared/session-stream';
+import { parseTextFrame } from '../../shared/protocol/text-frame';
+import { shellFlow, shellResize, type ShellExit } from '../../shared/protocol/session-stream';
 import { ExitMarkerScanner } from './exit-marker';
 import { signalSession } from './process-session';
 import { createPtyInput } from './pty-input';

@@ -24,7 +24,7 @@ import { notFound } from '../errors';
 import type { Identity } from '../identity/identity';
 import type { Sessions } from '../sessions/sessions';
 import type { Store } from '../store/index';
-import type { Relay as RelayPort } from '../relay';
+import type { Relay } from '../relay';
 import { ok, okList } from '../http/envelope';
 import { ifMatchOf, setEtag } from '../http/etag';
 import { etagOf } from '../preconditions';
@@ -35,7 +35,7 @@ export interface DeviceRoutesDeps {
   store: Store;
   identity: Identity;
   sessions: Sessions;
-  relay: RelayPort;
+  relay: Relay;
   listLimiter: RateLimiter;
   /** Safe retries of the POSTs (api/http/idempotency.ts). */
   idempotent: Middleware;

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
 import { streamQuery, type EndEvent, type EventsTicket, type ServerEvent } from '../../shared/api/events';
-import { bearerToken } from '../../shared/bearer';
+import { bearerToken } from '../../shared/auth/bearer';
 import type { Logger } from '../../shared/log';
 import { requireAccess } from '../access';
 import { ApiError, unauthorized } from '../errors';

@@ -6,7 +6,7 @@
 import type { Context, Middleware } from 'koa';
 import { unauthorized } from '../errors';
 import type { Principal } from '../store/tokens';
-import { bearerToken } from '../../shared/bearer';
+import { bearerToken } from '../../shared/auth/bearer';
 
 /** What authentication needs: the valid principal of a raw token at `now`, or undefined. */
 export interface PrincipalResolver {

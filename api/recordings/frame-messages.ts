@@ -1,10 +1,10 @@
 /**
- * @module A frame tap (`shared/recording.ts`) that turns the frames one way of a stream into what
+ * @module A frame tap (`shared/relay/recording.ts`) that turns the frames one way of a stream into what
  * a recording keeps: binary payload slices as they pass (terminal bytes, never held whole) and
  * small text messages whole (resize, exit). A text message over `MAX_TEXT` is not a message a
  * terminal sends and is skipped.
  */
-import type { FrameTap } from '../../shared/recording';
+import type { FrameTap } from '../../shared/relay/recording';
 
 const MAX_TEXT = 4096;
 const TEXT = 1;

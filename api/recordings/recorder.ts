@@ -1,6 +1,6 @@
 /**
  * @module Session recordings (docs/http-api.md, recordings): the recorder the broker's streams
- * report to (`shared/recording.ts`), one `SessionRecording` per recorded session, a row per
+ * report to (`shared/relay/recording.ts`), one `SessionRecording` per recorded session, a row per
  * recording, the repair at start-up of recordings a killed server left unfinished (`repair.ts`),
  * and the retention that deletes old ones (`retention.ts`). The store as a whole is bounded
  * (`store-budget.ts`): a recording it has no room for is kept as an empty, truncated one.
@@ -10,8 +10,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Logger } from '../../shared/log';
 import type { Metrics } from '../../shared/metrics';
-import type { StreamRecorder as RecordingPort, StreamRecording } from '../../shared/recording';
-import type { StreamGrant } from '../../shared/session-stream';
+import type { StreamRecorder, StreamRecording } from '../../shared/relay/recording';
+import type { StreamGrant } from '../../shared/protocol/session-stream';
 import type { Store } from '../store/index';
 import type { RecordingRow } from '../store/recordings';
 import { repairCast } from './repair';
@@ -60,7 +60,7 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
     void work.finally(() => closing.delete(work));
   }
 
-  const port: RecordingPort = {
+  const port: StreamRecorder = {
     start(grant: StreamGrant): StreamRecording | undefined {
       if (grant.protocol !== 'shell' || !settings.recordShell) return undefined;
       let recording = active.get(grant.sessionId);

@@ -6,7 +6,7 @@
  * A recording the store refused from the start holds its header and one `m` event saying why,
  * and nothing of the session.
  */
-import type { StreamRecording } from '../../shared/recording';
+import type { StreamRecording } from '../../shared/relay/recording';
 import type { RecordingProgress } from '../store/recordings';
 import { CastWriter, type CastWriterOptions, type Written } from './cast-writer';
 import { messageTap } from './frame-messages';

@@ -11,7 +11,6 @@ function unfinishedTail(text: string): number {
   const esc = text.lastIndexOf('\x1b');
   if (esc >= 0 && text.length - esc < 256) {
     const rest = text.slice(esc);
-    // eslint-disable-next-line no-control-regex
     if (!/^\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]PX^_][\s\S]*?(?:\x07|\x1b\\)|[ -/]*[0-~])/.test(rest)) return esc;
   }
   return text.endsWith('\r') ? text.length - 1 : text.length;

@@ -4,17 +4,17 @@
  * token expired (a session never outlives the token that opened it), or nobody used them for the
  * idle time (`./idle`). When to look is `./expiry`'s business.
  */
-import type { CloseReason } from '../../shared/control-channel';
+import type { CloseReason } from '../../shared/protocol/control-channel';
 import type { Logger } from '../../shared/log';
 import { SYSTEM_ACTOR } from '../identity/identity';
-import type { Relay as RelayPort } from '../relay';
+import type { Relay } from '../relay';
 import type { Store } from '../store/index';
 import type { SessionRow } from '../store/sessions';
 import type { IdleClock } from './idle';
 
 export interface ClosingDeps {
   store: Store;
-  relay: RelayPort;
+  relay: Relay;
   log: Logger;
   now: () => number;
   /** Which sessions nobody uses; a closed session is forgotten there. */

@@ -6,12 +6,12 @@
  */
 import { newSessionId, newTraceId } from '../../shared/ids';
 import type { Logger } from '../../shared/log';
-import type { SessionProtocol } from '../../shared/control-channel';
-import { isAllowed, parsePattern, parseTarget } from '../../shared/forward-targets';
+import type { SessionProtocol } from '../../shared/protocol/control-channel';
+import { isAllowed, parsePattern, parseTarget } from '../../shared/protocol/port-forward/targets';
 import type { SessionHolder } from '../../shared/api/errors';
 import { requireAccess } from '../access';
 import { ApiError, conflict, notFound } from '../errors';
-import type { Relay as RelayPort } from '../relay';
+import type { Relay } from '../relay';
 import { PROTOCOL_MIN_ROLE } from '../roles';
 import type { Device } from '../store/devices';
 import { isUniqueViolation, type Store } from '../store/index';
@@ -30,7 +30,7 @@ export interface OpenRequest {
 
 export interface OpenerDeps {
   store: Store;
-  relay: RelayPort;
+  relay: Relay;
   log: Logger;
   now: () => number;
   /** How long a session may have no client connected (s): a refused open says so. */

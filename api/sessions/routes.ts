@@ -12,7 +12,7 @@ import {
   type Recording,
   type Session,
 } from '../../shared/api/sessions';
-import type { Ticketer } from '../../shared/tickets';
+import type { Ticketer } from '../../shared/auth/tickets';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
 import { rateLimit, type RateLimiter } from '../http/rate-limit';

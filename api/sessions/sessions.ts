@@ -6,8 +6,8 @@
  * when to look is `./expiry`'s, which sessions nobody uses `./idle`'s.
  */
 import type { Logger } from '../../shared/log';
-import type { CloseReason } from '../../shared/control-channel';
-import type { Relay as RelayPort } from '../relay';
+import type { CloseReason } from '../../shared/protocol/control-channel';
+import type { Relay } from '../relay';
 import type { Store } from '../store/index';
 import type { SessionQuery, SessionRow } from '../store/sessions';
 import type { Principal } from '../store/tokens';
@@ -28,7 +28,7 @@ export const DEFAULT_IDLE_S = 300;
 
 export interface SessionsDeps {
   store: Store;
-  relay: RelayPort;
+  relay: Relay;
   log: Logger;
   now: () => number;
   /** How long a session may have no client connected (s); default DEFAULT_IDLE_S. */

@@ -1,14 +1,14 @@
 /**
  * @module Who may connect to a session's stream (docs/session-streams.md, connecting): the owner
  * or an administrator, with a token of scope `sessions:write`, either as the bearer token itself or
- * through a ticket shown to that token (a ticket names its token: `shared/tickets.ts`), while the
+ * through a ticket shown to that token (a ticket names its token: `shared/auth/tickets.ts`), while the
  * session is open and the token that opened it has not expired. A ticket admits no one once its
  * token is revoked or expired, or its user disabled or no longer allowed. Anyone but the owner
  * who is admitted is audited (`session.joined`, the joiner as actor, the token id as reason).
  * A bearer-joined stream carries its token's expiry: the broker ends it then (4401).
  */
-import { STREAM_CLOSE, type StreamAccess } from '../../shared/session-stream';
-import type { Ticketer } from '../../shared/tickets';
+import { STREAM_CLOSE, type StreamAccess } from '../../shared/protocol/session-stream';
+import type { Ticketer } from '../../shared/auth/tickets';
 import type { TokenResolver } from '../identity/token-cache';
 import type { Store } from '../store/index';
 import type { SessionRow } from '../store/sessions';

@@ -1,6 +1,6 @@
 /** @module The remote-access audit log: append-only events, newest first when listed. */
 import type { Db } from './db';
-import type { SessionProtocol } from '../../shared/control-channel';
+import type { SessionProtocol } from '../../shared/protocol/control-channel';
 
 /** `session.joined`: someone other than its owner (an administrator) connected to a session's stream. */
 import type { AuditEventName } from '../../shared/api/sessions';

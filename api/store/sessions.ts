@@ -1,6 +1,6 @@
 /** @module Remote-access session records. The open-session rule lives in a partial unique index. */
 import type { Db } from './db';
-import type { CloseReason, SessionProtocol } from '../../shared/control-channel';
+import type { CloseReason, SessionProtocol } from '../../shared/protocol/control-channel';
 
 export type SessionStatus = 'open' | 'closed';
 

@@ -9,7 +9,7 @@
  */
 import { lstat, mkdir, rmdir } from 'node:fs/promises';
 import { basename, dirname, posix, resolve } from 'node:path';
-import { fileEntry, type FileEntry } from '../../shared/session-stream';
+import { fileEntry, type FileEntry } from '../../shared/protocol/session-stream';
 import type { Context } from '../context';
 import { CliError, usageError } from '../errors';
 import { formatBytes } from '../output';

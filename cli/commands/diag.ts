@@ -2,6 +2,7 @@
  * @module `tether diag DEVICE [OP]`: a readable summary of the device (system, disks,
  * interfaces, top processes), or one diagnostics operation; `--json` prints the results as data.
  */
+import type { DiagnosticOp, DiagnosticResults } from '../../shared/protocol/diagnostics';
 import type { Context } from '../context';
 import { checkDiagArgs, SUMMARY_OPS } from '../diag-ops';
 import { formatBytes, formatDuration, printJson, table } from '../output';
@@ -23,7 +24,7 @@ function paramsFor(op: string, flags: DiagFlags): Record<string, unknown> {
 }
 
 /** Human-readable text for the results of the summary ops and of single ops. */
-export function describe(results: Record<string, any>): string {
+export function describe(results: Partial<DiagnosticResults>): string {
   const parts: string[] = [];
   const info = results['system.info'];
   if (info) {
@@ -43,7 +44,7 @@ export function describe(results: Record<string, any>): string {
   if (disks) {
     parts.push(
       `\nDISKS\n${table(
-        disks.mounts.map((d: any) => ({
+        disks.mounts.map((d) => ({
           mount: d.mount,
           type: d.fstype,
           size: formatBytes(d.total_bytes),
@@ -59,9 +60,9 @@ export function describe(results: Record<string, any>): string {
   if (net) {
     parts.push(
       `\nINTERFACES\n${table(
-        net.interfaces.map((i: any) => ({
+        net.interfaces.map((i) => ({
           name: i.name,
-          addresses: i.addresses.map((a: any) => a.cidr ?? a.address).join(' ') || '-',
+          addresses: i.addresses.map((a) => a.cidr ?? a.address).join(' ') || '-',
           mac: i.mac,
           rx: i.rx_bytes === null ? '-' : formatBytes(i.rx_bytes),
           tx: i.tx_bytes === null ? '-' : formatBytes(i.tx_bytes),
@@ -74,7 +75,7 @@ export function describe(results: Record<string, any>): string {
   if (procs) {
     parts.push(
       `\nPROCESSES (${procs.processes.length} of ${procs.total}, by CPU)\n${table(
-        procs.processes.map((p: any) => ({ pid: p.pid, user: p.user, 'cpu%': p.cpu, rss: formatBytes(p.rss), command: p.command.slice(0, 100) })),
+        procs.processes.map((p) => ({ pid: p.pid, user: p.user, 'cpu%': p.cpu, rss: formatBytes(p.rss), command: p.command.slice(0, 100) })),
         ['pid', 'user', 'cpu%', 'rss', 'command'],
       )}`,
     );
@@ -83,7 +84,7 @@ export function describe(results: Record<string, any>): string {
   if (tail) {
     // The device caps a reply at 1 MiB: say so, or an operator takes the tail for the whole.
     if (tail.truncated) parts.push(`(only the newest ${tail.lines.length} lines fit in one reply; older ones were left out)\n`);
-    parts.push(tail.lines.map((l: string) => `${l}\n`).join(''));
+    parts.push(tail.lines.map((l) => `${l}\n`).join(''));
   }
   return parts.join('');
 }
@@ -93,10 +94,11 @@ export async function diag(ctx: Context, device: string, op: string | undefined,
   checkDiagArgs(op, { path: flags.path, lines: flags.lines, limit: flags.limit });
   const open = { device, protocol: 'diagnostics' as const, ttl: 60, replace: flags.replace, waitOnline: flags.waitOnline, notice: ctx.notice };
   await withSessionStream(ctx.api(), open, async (stream) => {
-    const ops = op ? [op] : SUMMARY_OPS;
-    const results: Record<string, unknown> = {};
+    const ops: readonly DiagnosticOp[] = op ? [op] : SUMMARY_OPS;
+    const results: Partial<Record<DiagnosticOp, unknown>> = {};
     for (const o of ops) results[o] = await stream.request(o, paramsFor(o, flags));
     if (flags.json) printJson(ctx.out, op ? results[op] : results);
-    else ctx.out.stdout(describe(results));
+    // Read as this version's device answers (not checked): printing only reads the fields.
+    else ctx.out.stdout(describe(results as Partial<DiagnosticResults>));
   });
 }

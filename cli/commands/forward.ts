@@ -3,17 +3,17 @@
  * ports that lead, through a port-forward session, to services on or near the device, as
  * `ssh -L` does. It listens first (a taken port fails before any session exists), opens the
  * session with every forward's target, then carries each accepted connection over the session's
- * stream (`shared/port-forward/`). A stream lost under it is dialled again while the session
+ * stream (`shared/protocol/port-forward/`). A stream lost under it is dialled again while the session
  * lives; connections in flight are lost with it. SIGINT or SIGTERM closes the session and exits
  * 0; the session closing or expiring under it exits 1, saying why.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Session } from '../../shared/api/sessions';
-import { MAX_TARGETS } from '../../shared/forward-targets';
-import { FORWARD_PROTOCOL_ERROR } from '../../shared/port-forward/protocol';
-import { ForwardMux, type ConnectionReport } from '../../shared/port-forward/mux';
-import { STREAM_CLOSE } from '../../shared/session-stream';
-import type { WsClient as StreamSocket } from '../../shared/ws-client';
+import { MAX_TARGETS } from '../../shared/protocol/port-forward/targets';
+import { FORWARD_PROTOCOL_ERROR } from '../../shared/protocol/port-forward/protocol';
+import { ForwardMux, type ConnectionReport } from '../../shared/protocol/port-forward/mux';
+import { STREAM_CLOSE } from '../../shared/protocol/session-stream';
+import type { WsClient } from '../../shared/websocket/client';
 import type { Context } from '../context';
 import { CliError, usageError } from '../errors';
 import { explainClose } from '../explain-close';
@@ -152,7 +152,7 @@ interface TunnelEvents {
 
 /** The session's stream and the connections it carries; dialled again when lost. */
 class Tunnel {
-  #ws: StreamSocket | undefined;
+  #ws: WsClient | undefined;
   #mux: ForwardMux | undefined;
   #nextId = 1;
   #closed = false;

@@ -1,6 +1,6 @@
 /** @module `tether session open | list | close`. */
 import type { Session } from '../../shared/api/sessions';
-import type { SessionProtocol } from '../../shared/control-channel';
+import type { SessionProtocol } from '../../shared/protocol/control-channel';
 import { ApiFailure } from '../api-client';
 import type { Context } from '../context';
 import { CliError } from '../errors';

@@ -3,13 +3,13 @@
  * same protocol is open on that device, only once you said to replace it; when someone else's is,
  * saying whose and since when), connect to its `websocket_url` (the ticket in it is the stream's
  * credential), and speak the protocol's frames (docs/session-streams.md). The frames and close
- * codes are those of `shared/session-stream.ts`; the client is the browser's own WebSocket, as
- * `shared/ws-client.ts` is Node's.
+ * codes are those of `shared/protocol/session-stream.ts`; the client is the browser's own WebSocket, as
+ * `shared/websocket/client.ts` is Node's.
  */
 import type { Me } from '../../shared/api/identity';
 import type { SessionHolder } from '../../shared/api/errors';
 import type { OpenSessionBody, Session } from '../../shared/api/sessions';
-import type { SessionProtocol } from '../../shared/control-channel';
+import type { SessionProtocol } from '../../shared/protocol/control-channel';
 import {
   deviceFrame,
   frames,
@@ -20,8 +20,8 @@ import {
   type ShellExit,
   type ShellFlow,
   type ShellResize,
-} from '../../shared/session-stream';
-import { parseTextFrame } from '../../shared/text-frame';
+} from '../../shared/protocol/session-stream';
+import { parseTextFrame } from '../../shared/protocol/text-frame';
 import { api, ApiError } from './api';
 import { h, replace, timeAgo } from './dom';
 
@@ -125,7 +125,7 @@ export class SessionStream {
     this.closed = new Promise((resolve) => this.ws.addEventListener('close', (e) => resolve({ code: e.code, reason: e.reason }), { once: true }));
     this.ws.addEventListener('message', (e: MessageEvent<ArrayBuffer | string>) => {
       if (typeof e.data !== 'string') return this.#binary?.(new Uint8Array(e.data));
-      // Only the frames a device sends (shared/session-stream.ts); anything else is dropped.
+      // Only the frames a device sends (shared/protocol/session-stream.ts); anything else is dropped.
       const frame = parseTextFrame(deviceFrame, e.data);
       if (!frame) return;
       if ('id' in frame) this.#waiting.get(frame.id)?.(frame);

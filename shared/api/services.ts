@@ -1,8 +1,8 @@
 /**
- * @module Deployments per environment over HTTP (docs/http-api.md, deployments): services,
+ * @module Services per environment over HTTP (docs/http-api.md, deployments): services,
  * their revisions and canaries, and the deployment audit; `env` on every operation. The body of
  * an apply is a service spec in YAML, whose schema is the deployment feature's own
- * (api/deployments/spec.ts).
+ * (api/services/spec.ts).
  */
 import { z } from 'zod';
 import type { ErrorCode } from './errors';

@@ -5,8 +5,8 @@
  * `holder` of the 409 body (`./errors`).
  */
 import { z } from 'zod';
-import { closeReasonSchema, SESSION_PROTOCOLS } from '../control-channel';
-import { formatTarget, MAX_TARGETS, parseTarget } from '../forward-targets';
+import { closeReasonSchema, SESSION_PROTOCOLS } from '../protocol/control-channel';
+import { formatTarget, MAX_TARGETS, parseTarget } from '../protocol/port-forward/targets';
 import type { ErrorCode } from './errors';
 import { count, dateTimeParam, named, pagingParams, timestamp } from './common';
 
@@ -34,7 +34,7 @@ export type SessionErrorCode = (typeof SESSION_ERRORS)[number];
 
 // Requests
 
-/** `HOST:PORT`, turned canonical (`shared/forward-targets.ts`). */
+/** `HOST:PORT`, turned canonical (`shared/protocol/port-forward/targets.ts`). */
 const forwardTarget = z
   .string()
   .max(300)

@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_CONNECT_PATH } from '../../shared/control-channel';
+import { AGENT_CONNECT_PATH } from '../../shared/protocol/control-channel';
 import { AGENT_SUBPROTOCOL } from '../../shared/version';
 import { client } from '../helpers/http';
 import { startProcess, startServerProcess } from '../helpers/processes';

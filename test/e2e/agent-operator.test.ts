@@ -9,7 +9,7 @@ import * as pty from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent } from '../../agent/agent';
 import { loadAgentConfig } from '../../agent/config';
-import { createBackoff } from '../../shared/backoff';
+import { createBackoff } from '../../agent/backoff';
 import { createLogger } from '../../shared/log';
 import { runTether, TETHER_BIN } from '../helpers/processes';
 import { startStack, tempDir, type Stack } from '../helpers/stack';

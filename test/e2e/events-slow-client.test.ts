@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApi, type Api } from '../../api/app';
-import { simulatedRuntime } from '../../api/deployments/simulated-runtime';
+import { simulatedRuntime } from '../../api/services/simulated-runtime';
 import { MAX_BUFFERED_BYTES } from '../../api/events/routes';
 import { bootstrapAdmin } from '../../api/identity/bootstrap';
 import { detachedRelay } from '../../api/relay';
@@ -18,7 +18,7 @@ import type { PresenceChange } from '../../api/store/devices';
 import { openStore, type Store } from '../../api/store/index';
 import { createLogger } from '../../shared/log';
 import { createMetrics } from '../../shared/metrics';
-import { createTicketer } from '../../shared/tickets';
+import { createTicketer } from '../../shared/auth/tickets';
 import { tempDir } from '../helpers/stack';
 
 const ADMIN_TOKEN = 'slow-client-admin-token-0123456789';

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_CONNECT_PATH, AGENT_HEADERS } from '../../shared/control-channel';
+import { AGENT_CONNECT_PATH, AGENT_HEADERS } from '../../shared/protocol/control-channel';
 import { AGENT_SUBPROTOCOL } from '../../shared/version';
 import { client, type Client } from '../helpers/http';
 import { floodPings, LAST_PING } from '../helpers/ping-flood';

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import * as pty from 'node-pty';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FORWARD_WINDOW, RECORD_HEADER_BYTES } from '../../shared/port-forward/protocol';
+import { FORWARD_WINDOW, RECORD_HEADER_BYTES } from '../../shared/protocol/port-forward/protocol';
 import { startProcess, TETHER_BIN } from '../helpers/processes';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { connectStream } from '../helpers/stream';

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { AGENT_CONNECT_PATH } from '../../shared/control-channel';
+import { AGENT_CONNECT_PATH } from '../../shared/protocol/control-channel';
 import { AGENT_SUBPROTOCOL } from '../../shared/version';
 import { startStack, type Stack } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';

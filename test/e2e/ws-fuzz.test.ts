@@ -18,10 +18,10 @@ import { isUtf8 } from 'node:buffer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { WebSocket } from 'ws';
-import { createFrameForwarder } from '../../broker/frame-relay';
-import { STREAM_MAX_PAYLOAD } from '../../broker/streams';
-import { AGENT_CONNECT_PATH, AGENT_HEADERS, AGENT_STREAM_PATH } from '../../shared/control-channel';
-import { ESCAPED_ERROR_MSG } from '../../shared/process-guard';
+import { createFrameForwarder } from '../../relay/frame-relay';
+import { STREAM_MAX_PAYLOAD } from '../../relay/streams';
+import { AGENT_CONNECT_PATH, AGENT_HEADERS, AGENT_STREAM_PATH } from '../../shared/protocol/control-channel';
+import { ESCAPED_ERROR_MSG } from '../../cmd/process-guard';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../../shared/version';
 import { startProcess } from '../helpers/processes';
 import {

@@ -1,11 +1,11 @@
 /** The API built in-process without a broker, on a temp SQLite store (for tests of what it serves, not of how). */
 import { createApi, type Api } from '../../api/app';
-import { simulatedRuntime } from '../../api/deployments/simulated-runtime';
+import { simulatedRuntime } from '../../api/services/simulated-runtime';
 import { detachedRelay } from '../../api/relay';
 import { openStore } from '../../api/store/index';
 import { silentLogger } from '../../shared/log';
 import { createMetrics } from '../../shared/metrics';
-import { createTicketer } from '../../shared/tickets';
+import { createTicketer } from '../../shared/auth/tickets';
 import { tempDir } from './stack';
 
 export function detachedApi(): { api: Api; close(): void } {

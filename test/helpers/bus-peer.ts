@@ -1,6 +1,6 @@
 /**
  * The other side of a cluster node in its unit tests: a plain NATS client on the test's
- * `nats-server`, speaking JSON on the subjects of shared/cluster.ts as a node (to test the control
+ * `nats-server`, speaking JSON on the subjects of shared/protocol/cluster.ts as a node (to test the control
  * node) or as the control node (to test an edge) would. Closed when the test file ends.
  */
 import { connect, headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll } from 'vitest';
-import { ESCAPED_ERROR_MSG } from '../../shared/process-guard';
+import { ESCAPED_ERROR_MSG } from '../../cmd/process-guard';
 import { waitFor } from './wait';
 
 export const TETHER_BIN = resolve(__dirname, '../../dist/tether.cjs');

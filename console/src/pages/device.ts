@@ -4,21 +4,12 @@
  * ways in: a shell, its files, and the command line of a port forward.
  */
 import type { Device } from '../../../shared/api/devices';
+import type { DiskUsage, LogTail, NetworkInterfaces, ProcessList, SystemInfo, SystemMetrics } from '../../../shared/protocol/diagnostics';
 import { api } from '../api';
 import { errorBox, formatBytes, h, replace, table, timeAgo } from '../dom';
 import { onLive } from '../events';
 import type { Cleanup } from '../page';
 import { askInPage, openSession, SessionStream } from '../session-stream';
-
-interface SystemInfo {
-  hostname: string;
-  os: string;
-  kernel: string;
-  arch: string;
-  uptime_s: number;
-  cpus: { count: number; model: string };
-  agent_version: string;
-}
 
 export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cleanup> {
   const device = await api<Device>('GET', `/v1/devices/${encodeURIComponent(id!)}`);
@@ -78,16 +69,16 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
       await stream.opened;
       const [info, metrics, disks, nets, procs] = await Promise.all([
         stream.call<SystemInfo>('system.info'),
-        stream.call<{ loadavg: number[]; cpu_percent: number; mem_total_bytes: number; mem_used_bytes: number; mem_free_bytes: number }>('system.metrics'),
-        stream.call<{ mounts: Array<{ mount: string; total_bytes: number; used_bytes: number; free_bytes: number }> }>('disk.usage'),
-        stream.call<{ interfaces: Array<{ name: string; addresses: Array<{ cidr: string | null; address: string }>; mac: string | null; rx_bytes: number | null; tx_bytes: number | null }> }>('network.interfaces'),
-        stream.call<{ processes: Array<{ pid: number; user: string; cpu: number; rss: number; command: string }> }>('process.list', { limit: 10 }),
+        stream.call<SystemMetrics>('system.metrics'),
+        stream.call<DiskUsage>('disk.usage'),
+        stream.call<NetworkInterfaces>('network.interfaces'),
+        stream.call<ProcessList>('process.list', { limit: 10 }),
       ]);
       const logPath = h('input', { id: 'log-path', value: '/var/log/syslog', 'aria-label': 'Log file' });
       const logOut = h('pre', { id: 'log-tail', class: 'log' });
       const readLog = async () => {
         try {
-          const tail = await stream!.call<{ lines: string[] }>('log.tail', { path: logPath.value, lines: 50 });
+          const tail = await stream!.call<LogTail>('log.tail', { path: logPath.value, lines: 50 });
           replace(logOut, tail.lines.join('\n') || '(empty)');
         } catch (err) {
           replace(logOut, (err as Error).message);

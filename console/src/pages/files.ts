@@ -1,20 +1,16 @@
 /**
  * @module A device's files, through a file-transfer session that lives as long as the page:
  * browse a directory, download a file (the browser reads the tar stream itself), upload files
- * by drag and drop or by choosing them, with progress (the browser writes the tar stream).
- * Paths are relative to the agent's files root.
+ * by drag and drop or by choosing them, with progress (the browser writes the tar stream: the
+ * transfers are in files/transfers.ts). Paths are relative to the agent's files root.
  */
 import type { Session } from '../../../shared/api/sessions';
-import { frames, type FileEntry, type UploadDone } from '../../../shared/session-stream';
+import type { FileEntry } from '../../../shared/protocol/session-stream';
 import { api } from '../api';
 import { errorBox, formatBytes, h, replace, table } from '../dom';
 import type { Cleanup } from '../page';
 import { askInPage, openSession, SessionStream } from '../session-stream';
-import { END_OF_ARCHIVE, fileHeader, filePadding, tarReader } from '../tar';
-
-const CHUNK = 256 * 1024;
-const SEND_HIGH = 4 * 1024 * 1024;
-const join = (dir: string, name: string) => `${dir.replace(/\/+$/, '')}/${name}`;
+import { fileTransfers, join } from './files/transfers';
 
 export async function filesPage(root: HTMLElement, [id]: string[], query: URLSearchParams): Promise<Cleanup> {
   let path = query.get('path') || '/';
@@ -34,9 +30,7 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
     return () => {};
   }
   const stream = new SessionStream(session.websocket_url!);
-  let busy = false;
-  let onBinary: ((data: Uint8Array) => void) | undefined;
-  stream.onBinary((data) => onBinary?.(data));
+  const transfers = fileTransfers(stream, { progress, news, afterUpload: () => list() });
   void stream.closed.then(() => replace(news, 'The file-transfer session ended; reload the page to open another.'));
   await stream.opened;
 
@@ -72,7 +66,7 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
             Name: (e) => (e.type === 'dir' ? dirLink(join(path, e.name), `${e.name}/`) : e.name),
             Size: (e) => (e.type === 'file' ? formatBytes(e.size) : ''),
             Modified: (e) => new Date(e.mtime).toLocaleString(),
-            '': (e) => (e.type === 'file' ? h('button', { type: 'button', 'data-download': e.name, onclick: () => void download(e) }, 'Download') : ''),
+            '': (e) => (e.type === 'file' ? h('button', { type: 'button', 'data-download': e.name, onclick: () => void transfers.download(path, e) }, 'Download') : ''),
           },
           'This directory is empty.',
         ),
@@ -82,99 +76,7 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
     }
   }
 
-  function download(entry: FileEntry): Promise<void> {
-    if (busy) return Promise.resolve();
-    busy = true;
-    replace(news, `Downloading ${entry.name}…`);
-    const parts: Uint8Array[] = [];
-    let got = 0;
-    const reader = tarReader(
-      () => {},
-      (chunk) => {
-        parts.push(chunk.slice());
-        got += chunk.length;
-        progress.hidden = false;
-        progress.value = entry.size ? got / entry.size : 1;
-      },
-    );
-    onBinary = (data) => reader.push(data);
-    return new Promise<void>((resolve) => {
-      stream.request('download', { path: join(path, entry.name) }, (answer) => {
-        if ('ok' in answer && !answer.ok) {
-          replace(news, errorBox(`Download failed: ${answer.error.message}`));
-        } else if ('done' in answer) {
-          const url = URL.createObjectURL(new Blob(parts as BlobPart[]));
-          const a = h('a', { href: url, download: entry.name, hidden: true });
-          document.body.append(a);
-          a.click();
-          a.remove();
-          setTimeout(() => URL.revokeObjectURL(url), 60_000);
-          replace(news, `Downloaded ${entry.name} (${formatBytes(got)}).`);
-        } else return false; // the first answer: the tar follows
-        onBinary = undefined;
-        busy = false;
-        progress.hidden = true;
-        resolve();
-        return true;
-      });
-    });
-  }
-
-  /** Waits until the WebSocket has room (a browser's has no drain event). */
-  const room = async () => {
-    while (stream.ws.bufferedAmount > SEND_HIGH) await new Promise((r) => setTimeout(r, 20));
-  };
-
-  async function upload(files: File[]): Promise<void> {
-    if (busy || files.length === 0) return;
-    busy = true;
-    const total = files.reduce((n, f) => n + f.size, 0);
-    let sent = 0;
-    progress.hidden = false;
-    progress.value = 0;
-    replace(news, `Uploading ${files.length} file${files.length === 1 ? '' : 's'} (${formatBytes(total)})…`);
-    try {
-      const result = await new Promise<UploadDone>((resolve, reject) => {
-        let ready = false;
-        const uploadId = stream.request('upload', { path }, (answer) => {
-          if (!('ok' in answer) || !answer.ok) {
-            reject(new Error('ok' in answer ? answer.error.message : 'the device sent the end of a download during an upload'));
-            return true;
-          }
-          if (!ready) {
-            ready = true;
-            void (async () => {
-              for (const file of files) {
-                for (const block of fileHeader(file.name, file.size, file.lastModified)) stream.sendBytes(block);
-                for (let at = 0; at < file.size; at += CHUNK) {
-                  await room();
-                  stream.sendBytes(new Uint8Array(await file.slice(at, at + CHUNK).arrayBuffer()));
-                  sent += Math.min(CHUNK, file.size - at);
-                  progress.value = total ? sent / total : 1;
-                }
-                stream.sendBytes(filePadding(file.size));
-              }
-              stream.sendBytes(END_OF_ARCHIVE);
-              stream.sendJson(frames.uploadEnd(uploadId));
-            })().catch(reject);
-            return false;
-          }
-          resolve(answer.result as UploadDone);
-          return true;
-        });
-        void stream.closed.then(() => reject(new Error('the stream closed during the upload')));
-      });
-      replace(news, `Uploaded ${result.files} file${result.files === 1 ? '' : 's'} (${formatBytes(result.bytes)}).`);
-    } catch (err) {
-      replace(news, errorBox(`Upload failed: ${(err as Error).message}`));
-    } finally {
-      busy = false;
-      progress.hidden = true;
-      await list();
-    }
-  }
-
-  picker.addEventListener('change', () => void upload([...(picker.files ?? [])]).then(() => (picker.value = '')));
+  picker.addEventListener('change', () => void transfers.upload(path, [...(picker.files ?? [])]).then(() => (picker.value = '')));
   drop.addEventListener('dragover', (e) => {
     e.preventDefault();
     drop.classList.add('over');
@@ -183,7 +85,7 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
   drop.addEventListener('drop', (e) => {
     e.preventDefault();
     drop.classList.remove('over');
-    void upload([...(e.dataTransfer?.files ?? [])]);
+    void transfers.upload(path, [...(e.dataTransfer?.files ?? [])]);
   });
 
   crumbs();

@@ -9,7 +9,7 @@ import { FitAddon } from '@xterm/addon-fit';
 import { Terminal } from '@xterm/xterm';
 import type { Session } from '../../../shared/api/sessions';
 import { api } from '../api';
-import { frames } from '../../../shared/session-stream';
+import { frames } from '../../../shared/protocol/session-stream';
 import { errorBox, h, replace } from '../dom';
 import type { Cleanup } from '../page';
 import { askInPage, closeWords, openSession, SessionStream } from '../session-stream';

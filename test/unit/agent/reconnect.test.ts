@@ -1,7 +1,7 @@
 /** When the agent dials again: the backoff for failures that pass, the long wait once its token is refused three times in a row. */
 import { describe, expect, it } from 'vitest';
 import { createReconnectPolicy, formatWait, REFUSED_RETRY_MS } from '../../../agent/reconnect';
-import { createBackoff } from '../../../shared/backoff';
+import { createBackoff } from '../../../agent/backoff';
 
 const policy = (random = () => 0.5) =>
   createReconnectPolicy({ backoff: createBackoff({ baseMs: 1000, maxMs: 30_000, stableMs: 10_000, random: () => 0.999999 }), random });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { explainClose, serverShutDown } from '../../../cli/explain-close';
-import { STREAM_CLOSE, STREAM_END, TOKEN_END_TEXT } from '../../../shared/session-stream';
+import { STREAM_CLOSE, STREAM_END, TOKEN_END_TEXT } from '../../../shared/protocol/session-stream';
 
 describe('explainClose', () => {
   it('tells the device\'s agent stopping from the server shutting down (both close 1001)', () => {

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { DeviceError, openStream, StreamClosedError, type ClientStream } from '../../../cli/stream';
 import { CliError } from '../../../cli/errors';
-import { STREAM_END, uploadDone, uploadReady, type Request } from '../../../shared/session-stream';
+import { STREAM_END, uploadDone, uploadReady, type Request } from '../../../shared/protocol/session-stream';
 
 interface Peer {
   ws: WebSocket;

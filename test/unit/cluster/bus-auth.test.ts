@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { busAuth, credsName, redactedUrl } from '../../../cluster/bus';
-import { CONTROL_NAME, isRunOf, nameOfRun, natsPermissions, nodeIdOf } from '../../../shared/cluster';
+import { CONTROL_NAME, isRunOf, nameOfRun, natsPermissions, nodeIdOf } from '../../../shared/protocol/cluster';
 
 describe('the bus a node dials', () => {
   it('takes the user and password out of the URL (the client ignores them there), a password of digits too', () => {

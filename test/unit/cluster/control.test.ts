@@ -3,19 +3,19 @@
  * what it takes from a node and what it drops. A node speaks only for itself (the name in its
  * subject), must prove each agent it reports, keeps one run at a time, is granted streams one
  * by one, and cannot make the control node keep more than the bounds of docs/cluster.md. The
- * API and the local broker are the ports the composition root fills (cluster/control.ts,
- * cluster/ports.ts), here filled with records of what the control node asked of them.
+ * API and the local relay are the ports the composition root fills (cluster/control.ts,
+ * cluster/local-relay.ts), here filled with records of what the control node asked of them.
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createBus } from '../../../cluster/bus';
 import { createControl, type PresenceWrite } from '../../../cluster/control';
 import { digestOf } from '../../../cluster/holders';
-import { agentKey, nodeAgentProof, streamOpenSignature, streamProof } from '../../../shared/agent-proofs';
-import { BROADCAST_SUBJECT, PART, RECORDING_HEADERS } from '../../../shared/cluster';
+import { agentKey, nodeAgentProof, streamOpenSignature, streamProof } from '../../../shared/auth/agent-proofs';
+import { BROADCAST_SUBJECT, PART, RECORDING_HEADERS } from '../../../shared/protocol/cluster';
 import { silentLogger } from '../../../shared/log';
 import { createMetrics, type Metrics } from '../../../shared/metrics';
-import type { StreamRecording } from '../../../shared/recording';
-import type { StreamGrant } from '../../../shared/session-stream';
+import type { StreamRecording } from '../../../shared/relay/recording';
+import type { StreamGrant } from '../../../shared/protocol/session-stream';
 import { busPeer, type BusPeer, type Received } from '../../helpers/bus-peer';
 import { startNats, type NatsServer } from '../../helpers/nats';
 import { waitFor } from '../../helpers/wait';
@@ -33,8 +33,8 @@ const GRANT: StreamGrant = { sessionId: 'sess-1', deviceId: 'dev-1', protocol: '
 const TICKET_DIGEST = 'ab'.repeat(32);
 const STREAM_ID = 'a'.repeat(26);
 const control = (node: string, verb: string) => `tether.control.${node}.${verb}`;
-/** The broker port the control node is started with (cluster/: what a node needs of its broker). */
-type LocalBroker = Parameters<ReturnType<typeof createControl>['start']>[0];
+/** The relay port the control node is started with (cluster/: what a node needs of its relay). */
+type LocalRelay = Parameters<ReturnType<typeof createControl>['start']>[0];
 
 let nats: NatsServer;
 beforeAll(async () => {
@@ -51,7 +51,7 @@ interface Fixture {
   bytes: Array<Map<string, { toDevice: number; fromDevice: number }>>;
   clients: string[];
   recordings: Array<{ grant: StreamGrant; streamId: string; payloads: string[]; ended: boolean }>;
-  /** What the control node asked of its local broker. */
+  /** What the control node asked of its local relay. */
   local: string[];
   /** Broadcasts seen on the bus. */
   broadcasts: Received[];
@@ -108,7 +108,7 @@ async function makeControl(options: { onlineIds?: string[]; started?: boolean; h
       },
     },
   });
-  const broker: LocalBroker = {
+  const localRelay: LocalRelay = {
     sendToAgent: (deviceId) => (f.local.push(`sendToAgent ${deviceId}`), false),
     sessionOpened: (s) => void f.local.push(`sessionOpened ${s.session_id}`),
     sessionClosed: (s) => void f.local.push(`sessionClosed ${s.session_id} ${s.close_reason}`),
@@ -125,7 +125,7 @@ async function makeControl(options: { onlineIds?: string[]; started?: boolean; h
     control: c,
     bus,
     async start() {
-      c.start(broker);
+      c.start(localRelay);
       // Subscribed once its first broadcast (resync) is out: the subscriptions went first.
       await peer.next(f.broadcasts, (m) => m.body.type === 'resync', 'the control node on the bus');
     },
@@ -291,6 +291,20 @@ describe('runs of a node', () => {
     expect(stateOf(f)).toEqual({ 'dev-1': 'online', 'dev-2': 'offline' });
   });
 
+  it('a late message of an earlier run, still on its way when the new run spoke, changes nothing', async () => {
+    const f = await makeControl({ heartbeatMs: 20_000 }); // nobody falls silent while the late beat goes unanswered
+    await beat('edge-a');
+    await changes('edge-a', [agent('edge-a', 'dev-1')]);
+    await beat('edge-a', runOf('edge-a', 'b'));
+    await changes('edge-a', [agent('edge-a', 'dev-2', 1)], [], runOf('edge-a', 'b'));
+    await waitFor(() => stateOf(f)['dev-2'] === 'online', 'dev-2 online through the new run');
+    // The earlier run's heartbeat arrives late: not answered, and the new run keeps its agents.
+    expect(await beat('edge-a')).toBe('no answer');
+    await settled('edge-a', runOf('edge-a', 'b'));
+    expect(stateOf(f)['dev-2']).toBe('online');
+    expect(await beat('edge-a', runOf('edge-a', 'b'))).toMatchObject({ resync: false });
+  });
+
   it("asks a node to resend its presence when its digest differs from what it reported on two heartbeats in a row", async () => {
     const f = await makeControl();
     await beat('edge-a');
@@ -454,7 +468,7 @@ describe('broadcasts', () => {
     f.control.relay.sessionClosed({ session_id: 'sess-1', device_id: 'dev-1', close_reason: 'expired' });
     await peer.next(f.broadcasts, (m) => m.body.type === 'session.closed', 'session.closed');
     expect(f.broadcasts.at(-1)!.body).toEqual({ type: 'session.closed', session_id: 'sess-1', device_id: 'dev-1', reason: 'expired' });
-    expect(f.local).toContain('sessionClosed sess-1 expired'); // and its own broker acts at once
+    expect(f.local).toContain('sessionClosed sess-1 expired'); // and its own relay acts at once
   });
 
   it('after its first start, takes offline the devices online before it that no node claims within the deadline', async () => {

@@ -4,20 +4,20 @@
  * (never the token) and clients with digests (never the ticket or token); answers are cached a
  * short while and dropped by the broadcasts that change them; presence goes as batched changes
  * and, when the control node may have missed some, as a snapshot; byte counts go until they are
- * acknowledged; an edge cut from the bus lets its agents go. The broker is the port the
+ * acknowledged; an edge cut from the bus lets its agents go. The relay is the port the
  * composition root fills, here a record of what the edge asked of it.
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createBus } from '../../../cluster/bus';
 import { createEdge } from '../../../cluster/edge';
 import { digestOf } from '../../../cluster/holders';
-import { agentKey, nodeAgentProof } from '../../../shared/agent-proofs';
-import { BROADCAST_SUBJECT, PART } from '../../../shared/cluster';
+import { agentKey, nodeAgentProof } from '../../../shared/auth/agent-proofs';
+import { BROADCAST_SUBJECT, PART } from '../../../shared/protocol/cluster';
 import { sha256Hex } from '../../../shared/ids';
 import { silentLogger } from '../../../shared/log';
 import { createMetrics } from '../../../shared/metrics';
-import type { StreamGrant } from '../../../shared/session-stream';
-import { ticketDigest } from '../../../shared/tickets';
+import type { StreamGrant } from '../../../shared/protocol/session-stream';
+import { ticketDigest } from '../../../shared/auth/tickets';
 import { busPeer, type BusPeer, type Received } from '../../helpers/bus-peer';
 import { startNats, type NatsServer } from '../../helpers/nats';
 import { waitFor } from '../../helpers/wait';
@@ -31,9 +31,9 @@ const FUTURE = new Date(Date.now() + 3_600_000).toISOString();
 const grantOf = (over: Partial<StreamGrant> = {}): StreamGrant => ({ sessionId: 'sess-1', deviceId: 'dev-1', protocol: 'shell', expiresAt: FUTURE, ...over });
 
 type Edge = ReturnType<typeof createEdge>;
-/** The broker port an edge is started with (cluster/: what a node needs of its broker). */
-type LocalBroker = Parameters<Edge['start']>[0];
-type HeldAgent = ReturnType<LocalBroker['agents']> extends Iterable<infer A> ? A : never;
+/** The relay port an edge is started with (cluster/: what a node needs of its relay). */
+type LocalRelay = Parameters<Edge['start']>[0];
+type HeldAgent = ReturnType<LocalRelay['agents']> extends Iterable<infer A> ? A : never;
 
 let nats: NatsServer;
 beforeAll(async () => {
@@ -49,7 +49,7 @@ interface Fixture {
   sent: Received[];
   answers: Answers;
   agents: HeldAgent[];
-  /** What the edge asked of its broker. */
+  /** What the edge asked of its relay. */
   calls: string[];
   /** Devices whose agents are connected here. */
   here: Set<string>;
@@ -80,7 +80,7 @@ async function startEdge(options: { natsUrl?: string; peer?: BusPeer } = {}): Pr
   const calls: string[] = [];
   const here = new Set<string>();
   const agents: HeldAgent[] = [];
-  const broker: LocalBroker = {
+  const localRelay: LocalRelay = {
     sendToAgent: (deviceId, msg) => (calls.push(`sendToAgent ${deviceId} ${msg.type}`), here.has(deviceId)),
     sessionOpened: (s) => void calls.push(`sessionOpened ${s.session_id}`),
     sessionClosed: (s) => void calls.push(`sessionClosed ${s.session_id} ${s.close_reason}`),
@@ -97,7 +97,7 @@ async function startEdge(options: { natsUrl?: string; peer?: BusPeer } = {}): Pr
   edge = createEdge({ bus, nodeName: NODE, nodeId: RUN, publicUrl: 'http://edge-a.test', heartbeatMs: HEARTBEAT_MS, log: silentLogger, metrics: createMetrics() });
   const f: Fixture = { edge, sent, answers, agents, calls, here, of: (verb) => sent.filter((m) => m.subject === `tether.control.${NODE}.${verb}`) };
   fixture = f;
-  edge.start(broker);
+  edge.start(localRelay);
   // On the bus, and heard: its first heartbeat was answered and its first snapshot sent.
   await p.next(sent, (m) => m.body?.kind === 'snapshot', 'the first snapshot');
   return f;
@@ -105,7 +105,7 @@ async function startEdge(options: { natsUrl?: string; peer?: BusPeer } = {}): Pr
 
 const presenceOf = (f: Fixture, kind: string) => f.of('presence').filter((m) => m.body.kind === kind);
 
-/** Broadcasts as the control node, and waits until the edge acted on it (its broker was told). */
+/** Broadcasts as the control node, and waits until the edge acted on it (its relay was told). */
 async function broadcast(f: Fixture, body: object, brokerCall: string): Promise<void> {
   await peer.tell(BROADCAST_SUBJECT, body);
   await waitFor(() => f.calls.includes(brokerCall), brokerCall, 5_000, 5);
@@ -114,7 +114,7 @@ async function broadcast(f: Fixture, body: object, brokerCall: string): Promise<
 describe('agents vouched for by the control node', () => {
   it("sends the node's proof, never the token; keeps a yes a while; asks again once a broadcast changed the answer", async () => {
     const f = await startEdge();
-    const auth = f.edge.brokerDeps.authenticateAgent;
+    const auth = f.edge.relayDeps.authenticateAgent;
     expect(await auth('dev-1', { token: 'tdev_secret' })).toBe(true);
     expect(f.of('agent-auth').map((m) => m.body)).toEqual([{ device_id: 'dev-1', proof: nodeAgentProof(agentKey('tdev_secret'), NODE, 'dev-1') }]);
     expect(f.sent.some((m) => Buffer.from(m.data).toString().includes('tdev_secret'))).toBe(false);
@@ -138,8 +138,8 @@ describe('agents vouched for by the control node', () => {
   it("passes a data stream's proof on as it came, every time", async () => {
     const f = await startEdge();
     const credential = { streamId: 'a'.repeat(26), proof: 'p'.repeat(64) };
-    expect(await f.edge.brokerDeps.authenticateAgent('dev-1', credential)).toBe(true);
-    expect(await f.edge.brokerDeps.authenticateAgent('dev-1', credential)).toBe(true);
+    expect(await f.edge.relayDeps.authenticateAgent('dev-1', credential)).toBe(true);
+    expect(await f.edge.relayDeps.authenticateAgent('dev-1', credential)).toBe(true);
     expect(f.of('agent-auth').map((m) => m.body)).toEqual([
       { device_id: 'dev-1', proof: credential.proof, stream_id: credential.streamId },
       { device_id: 'dev-1', proof: credential.proof, stream_id: credential.streamId },
@@ -149,15 +149,15 @@ describe('agents vouched for by the control node', () => {
   it('fails, rather than guesses, when the control node does not answer', async () => {
     const f = await startEdge();
     delete f.answers['agent-auth'];
-    await expect(f.edge.brokerDeps.authenticateAgent('dev-1', { token: 'tdev_secret' })).rejects.toThrow(/no answer/);
+    await expect(f.edge.relayDeps.authenticateAgent('dev-1', { token: 'tdev_secret' })).rejects.toThrow(/no answer/);
   });
 });
 
 describe('stream grants', () => {
   it('asks with digests of the ticket and the bearer token, never the secrets themselves', async () => {
     const f = await startEdge();
-    await f.edge.brokerDeps.authorizeStream('sess-1', { ticket: 'tkt_secret' });
-    await f.edge.brokerDeps.authorizeStream('sess-1', { bearer: 'tth_secret' });
+    await f.edge.relayDeps.authorizeStream('sess-1', { ticket: 'tkt_secret' });
+    await f.edge.relayDeps.authorizeStream('sess-1', { bearer: 'tth_secret' });
     expect(f.of('stream-auth').map((m) => m.body)).toEqual([
       { session_id: 'sess-1', ticket_digest: ticketDigest('tkt_secret') },
       { session_id: 'sess-1', bearer_digest: sha256Hex('tth_secret') },
@@ -167,7 +167,7 @@ describe('stream grants', () => {
 
   it('reuses a grant for the same credentials only, and drops it when its session closes or its token is revoked', async () => {
     const f = await startEdge();
-    const authorize = f.edge.brokerDeps.authorizeStream;
+    const authorize = f.edge.relayDeps.authorizeStream;
     expect(await authorize('sess-1', { ticket: 't1' })).toEqual({ ok: true, grant: grantOf() });
     expect(await authorize('sess-1', { ticket: 't1' })).toEqual({ ok: true, grant: grantOf() });
     expect(f.of('stream-auth')).toHaveLength(1);
@@ -193,12 +193,12 @@ describe('stream grants', () => {
     const f = await startEdge();
     const soon = () => new Date(Date.now() + 200).toISOString();
     f.answers['stream-auth'] = () => ({ ok: true, grant: grantOf({ expiresAt: soon() }) });
-    await f.edge.brokerDeps.authorizeStream('sess-1', { ticket: 't1' });
+    await f.edge.relayDeps.authorizeStream('sess-1', { ticket: 't1' });
     f.answers['stream-auth'] = () => ({ ok: true, grant: grantOf({ tokenExpiresAt: soon() }) });
-    await f.edge.brokerDeps.authorizeStream('sess-1', { bearer: 'tth_one' });
+    await f.edge.relayDeps.authorizeStream('sess-1', { bearer: 'tth_one' });
     await new Promise((r) => setTimeout(r, 300));
-    await f.edge.brokerDeps.authorizeStream('sess-1', { ticket: 't1' });
-    await f.edge.brokerDeps.authorizeStream('sess-1', { bearer: 'tth_one' });
+    await f.edge.relayDeps.authorizeStream('sess-1', { ticket: 't1' });
+    await f.edge.relayDeps.authorizeStream('sess-1', { bearer: 'tth_one' });
     expect(f.of('stream-auth')).toHaveLength(4);
   });
 });
@@ -208,8 +208,8 @@ describe('presence', () => {
 
   it("reports its agents as batched changes, each online with the node's proof (none for an agent it never vouched for)", async () => {
     const f = await startEdge();
-    await f.edge.brokerDeps.authenticateAgent('dev-1', { token: 'tdev_one' });
-    const sink = f.edge.brokerDeps.presence;
+    await f.edge.relayDeps.authenticateAgent('dev-1', { token: 'tdev_one' });
+    const sink = f.edge.relayDeps.presence;
     sink.online('dev-1', '1.0.0', 5_000, ['127.0.0.1:*'], 3);
     sink.online('dev-9', null, 5_000, null, 1);
     sink.offline('dev-2', 6_000, 2);
@@ -261,7 +261,7 @@ describe('presence', () => {
 
   it('tells which session streams have clients here, batched', async () => {
     const f = await startEdge();
-    const clients = f.edge.brokerDeps.streamClients;
+    const clients = f.edge.relayDeps.streamClients;
     clients.attached('sess-1');
     clients.attached('sess-2');
     clients.detached('sess-2');
@@ -274,10 +274,10 @@ describe('byte counts', () => {
   it('are sent until the control node acknowledges them: counts not acknowledged go again with the next', async () => {
     const f = await startEdge();
     delete f.answers.bytes; // the first report goes unanswered
-    f.edge.brokerDeps.recordBytes(new Map([['sess-1', { toDevice: 10, fromDevice: 20 }]]));
+    f.edge.relayDeps.recordBytes(new Map([['sess-1', { toDevice: 10, fromDevice: 20 }]]));
     await peer.next(f.sent, (m) => m.subject.endsWith('.bytes'), 'a byte report', 3_000);
     f.answers.bytes = () => ({ ok: true });
-    f.edge.brokerDeps.recordBytes(new Map([['sess-1', { toDevice: 1, fromDevice: 2 }], ['sess-2', { toDevice: 5, fromDevice: 0 }]]));
+    f.edge.relayDeps.recordBytes(new Map([['sess-1', { toDevice: 1, fromDevice: 2 }], ['sess-2', { toDevice: 5, fromDevice: 0 }]]));
     const again = await waitFor(() => f.of('bytes')[1], 'the report again', 6_000);
     expect(again.body.counts.sort()).toEqual([['sess-1', 11, 22], ['sess-2', 5, 0]]);
     await new Promise((r) => setTimeout(r, 1_500));
@@ -286,7 +286,7 @@ describe('byte counts', () => {
 });
 
 describe('commands and broadcasts from the control node', () => {
-  it('acts on every broadcast with its broker, and drops a malformed one', async () => {
+  it('acts on every broadcast with its localRelay, and drops a malformed one', async () => {
     const f = await startEdge();
     await peer.tell(BROADCAST_SUBJECT, { type: 'device.deleted' }); // no device id
     await peer.tell(BROADCAST_SUBJECT, { type: 'session.opened', session_id: 'sess-1', device_id: 'dev-1', protocol: 'shell', expires_at: FUTURE });
@@ -318,9 +318,9 @@ describe('commands and broadcasts from the control node', () => {
     const f = await startEdge();
     f.answers['stream-open'] = () => ({ sent: false });
     const open = { type: 'stream.open' as const, session_id: 'sess-1', stream_id: 'a'.repeat(26), protocol: 'shell' as const, expires_at: FUTURE, url: 'http://elsewhere.test', targets: ['10.0.0.1:22'] };
-    expect(await f.edge.brokerDeps.routeStream('dev-1', open)).toBe(false);
+    expect(await f.edge.relayDeps.routeStream('dev-1', open)).toBe(false);
     expect(f.of('stream-open').map((m) => m.body)).toEqual([{ session_id: 'sess-1', stream_id: 'a'.repeat(26) }]);
-    f.edge.brokerDeps.onStreamRefusedElsewhere('dev-1', 'a'.repeat(26), 'x'.repeat(500));
+    f.edge.relayDeps.onStreamRefusedElsewhere('dev-1', 'a'.repeat(26), 'x'.repeat(500));
     const [refused] = await waitFor(() => (f.of('stream-refused').length > 0 ? f.of('stream-refused') : undefined), 'the refusal');
     expect(refused!.body).toEqual({ device_id: 'dev-1', stream_id: 'a'.repeat(26), message: 'x'.repeat(200) });
   });
@@ -329,8 +329,8 @@ describe('commands and broadcasts from the control node', () => {
 describe('stopping and losing the bus', () => {
   it('sends the presence and byte counts still waiting when it closes', async () => {
     const f = await startEdge();
-    f.edge.brokerDeps.presence.offline('dev-1', 7_000, 1);
-    f.edge.brokerDeps.recordBytes(new Map([['sess-1', { toDevice: 3, fromDevice: 4 }]]));
+    f.edge.relayDeps.presence.offline('dev-1', 7_000, 1);
+    f.edge.relayDeps.recordBytes(new Map([['sess-1', { toDevice: 3, fromDevice: 4 }]]));
     await f.edge.close();
     await peer.nc.flush();
     expect(presenceOf(f, 'changes').map((m) => m.body.offline)).toEqual([[{ device_id: 'dev-1', generation: 1, at: 7_000 }]]);

@@ -2,8 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BROKER_SETTING_NAMES, ConfigError, loadBrokerConfig, loadServerConfig, SETTING_NAMES } from '../../../cmd/server-config';
-import { settingsOf } from '../../../shared/settings-names';
+import { EDGE_SETTING_NAMES, ConfigError, loadEdgeConfig, loadServerConfig, SETTING_NAMES } from '../../../cmd/server-config';
+import { settingsOf } from '../../../cmd/settings-names';
 import { tempDir } from '../../helpers/stack';
 
 describe('server settings', () => {
@@ -109,11 +109,11 @@ describe('unknown settings', () => {
   });
 });
 
-describe('loadBrokerConfig', () => {
+describe('loadEdgeConfig', () => {
   it('needs the bus and the public URL, and says so', () => {
     let message = '';
     try {
-      loadBrokerConfig({});
+      loadEdgeConfig({});
     } catch (err) {
       message = (err as Error).message;
     }
@@ -123,16 +123,16 @@ describe('loadBrokerConfig', () => {
   });
 
   it('reads an edge node\'s settings, and refuses the server\'s data settings as not its own', () => {
-    const c = loadBrokerConfig({ TETHER_NATS_URL: 'nats://u:p@127.0.0.1:4222', TETHER_PUBLIC_URL: 'http://edge-1:8081/', TETHER_LISTEN: '0.0.0.0:8081' });
+    const c = loadEdgeConfig({ TETHER_NATS_URL: 'nats://u:p@127.0.0.1:4222', TETHER_PUBLIC_URL: 'http://edge-1:8081/', TETHER_LISTEN: '0.0.0.0:8081' });
     expect(c).toMatchObject({ host: '0.0.0.0', port: 8081, publicUrl: 'http://edge-1:8081', natsUrl: 'nats://u:p@127.0.0.1:4222', heartbeat_ms: 20_000 });
     const file = join(tempDir(), 'edge.yaml');
     writeFileSync(file, 'data_dir: /d\n');
-    expect(() => loadBrokerConfig({ TETHER_NATS_URL: 'nats://x:4222', TETHER_PUBLIC_URL: 'http://e' }, file)).toThrow(
+    expect(() => loadEdgeConfig({ TETHER_NATS_URL: 'nats://x:4222', TETHER_PUBLIC_URL: 'http://e' }, file)).toThrow(
       'data_dir (TETHER_DATA_DIR): a setting of the server, not of tether broker',
     );
   });
 
   it('knows each of its settings in the shared list, as the broker', () => {
-    expect(BROKER_SETTING_NAMES.map((n) => `TETHER_${n.toUpperCase()}`).sort()).toEqual(settingsOf('broker').sort());
+    expect(EDGE_SETTING_NAMES.map((n) => `TETHER_${n.toUpperCase()}`).sort()).toEqual(settingsOf('broker').sort());
   });
 });

@@ -2,7 +2,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { isUniqueViolation,  type Store } from '../../../../api/store/index';
 import type { SessionRow } from '../../../../api/store/sessions';
-import type { CloseReason } from '../../../../shared/control-channel';
+import type { CloseReason } from '../../../../shared/protocol/control-channel';
 import { storeForEachTest } from '../../../helpers/store';
 
 type NewSession = Parameters<Store['sessions']['insert']>[0];

@@ -1,0 +1,145 @@
+/**
+ * @module Every message of the agent control channel, with who sends it and when.
+ *
+ * The agent dials `GET /v1/agent/connect` with the subprotocol `AGENT_SUBPROTOCOL` and the
+ * headers below; the broker answers 101 or an HTTP error with a JSON body
+ * `{error, message, status}`. Once connected, each side sends text frames holding one JSON object
+ * of the shapes below; the broker pings every `heartbeat_ms` and drops an agent that misses two.
+ */
+import * as z from 'zod/mini';
+
+/** Path of the agent control WebSocket. */
+export const AGENT_CONNECT_PATH = '/v1/agent/connect';
+
+/**
+ * Path of a data WebSocket the agent dials when the broker asks (`stream.open`); the broker
+ * splices it to the client's stream byte for byte. Same headers as the control channel, plus
+ * the stream id.
+ */
+export const AGENT_STREAM_PATH = '/v1/agent/stream';
+
+/** Upgrade request headers the agent sends (besides `Authorization: Bearer <device token>`). */
+export const AGENT_HEADERS = {
+  deviceId: 'x-tether-device-id',
+  agentVersion: 'x-tether-agent-version',
+  streamId: 'x-tether-stream-id',
+  /**
+   * On a data stream, instead of the token: `streamProof(agentKey(token), stream id)`
+   * (`shared/auth/agent-proofs.ts`), so the node the stream goes to never sees the agent's token.
+   */
+  streamProof: 'x-tether-stream-proof',
+  /**
+   * The agent's port-forward allow-list, canonical `HOST:PORT` patterns joined by commas
+   * (`shared/protocol/port-forward/targets.ts`). An agent that sends none does not forward ports.
+   */
+  forwardAllow: 'x-tether-forward-allow',
+} as const;
+
+/** Close codes on the agent control socket. */
+export const AGENT_CLOSE = {
+  /** The broker is shutting down; reconnect with backoff. */
+  serverShutdown: 1001,
+  /** A newer connection of the same device replaced this one. */
+  replaced: 4409,
+  /** The device was deleted from the registry; its token no longer works. */
+  deviceDeleted: 4410,
+  /** The device's agent token was replaced (`POST /v1/devices/{id}/agent-token`); the old one no longer works. */
+  tokenRotated: 4411,
+  /** The agent sent something that is not a valid control message. */
+  protocolError: 4400,
+} as const;
+
+/** The protocols a session speaks (the API, on classic zod, validates them with an enum of its own). */
+export const SESSION_PROTOCOLS = ['diagnostics', 'shell', 'file-transfer', 'port-forward'] as const;
+export const sessionProtocolSchema = z.enum(SESSION_PROTOCOLS);
+export type SessionProtocol = z.infer<typeof sessionProtocolSchema>;
+
+/**
+ * Why a session closed; `token_expired`: the token that opened it expired; `idle`: no client was
+ * connected to its stream for the server's idle time (`TETHER_SESSION_IDLE_SECONDS`).
+ */
+export const closeReasonSchema = z.enum(['closed', 'expired', 'token_expired', 'device_deleted', 'server_shutdown', 'idle']);
+export type CloseReason = z.infer<typeof closeReasonSchema>;
+
+/**
+ * The reasons `session.close` carries to agents: those of protocol v1. Agents in the field
+ * refuse a reason they do not know, so a newer reason travels as the v1 one it is a case of.
+ */
+export const agentCloseReasonSchema = z.enum(['closed', 'expired', 'device_deleted', 'server_shutdown']);
+export type AgentCloseReason = z.infer<typeof agentCloseReasonSchema>;
+export const agentCloseReason = (reason: CloseReason): AgentCloseReason => (reason === 'token_expired' || reason === 'idle' ? 'closed' : reason);
+
+/** Relay → agent, first message after the upgrade: the broker's view of this connection. */
+export const welcomeMessage = z.object({
+  type: z.literal('welcome'),
+  device_id: z.string(),
+  heartbeat_ms: z.int().check(z.positive()),
+  server_version: z.string(),
+});
+
+/**
+ * Relay → agent: a session was opened for this device. The agent remembers its expiry and
+ * enforces it on its own, so a lost close message can never leave a handler running.
+ */
+export const sessionOpenedMessage = z.object({
+  type: z.literal('session.opened'),
+  session_id: z.string(),
+  protocol: sessionProtocolSchema,
+  expires_at: z.string(),
+});
+
+/** Relay → agent: a session closed or expired; end its handler within 5 seconds. */
+export const sessionCloseMessage = z.object({
+  type: z.literal('session.close'),
+  session_id: z.string(),
+  reason: agentCloseReasonSchema,
+});
+
+/**
+ * Relay → agent: a client connected to a session's stream; dial `AGENT_STREAM_PATH` with this
+ * `stream_id` within 10 seconds and serve `protocol` on it until either side closes. A
+ * port-forward session's `targets` are the only places its connections may go.
+ */
+export const streamOpenMessage = z.object({
+  type: z.literal('stream.open'),
+  session_id: z.string(),
+  stream_id: z.string(),
+  protocol: sessionProtocolSchema,
+  expires_at: z.string(),
+  targets: z.optional(z.array(z.string()).check(z.maxLength(8))),
+  /**
+   * Where to dial the data stream when it is not the server this control channel goes to: the
+   * public URL of the cluster node the client joined (docs/cluster.md). An agent connected over
+   * TLS dials it only over TLS.
+   */
+  url: z.optional(z.string().check(z.maxLength(2048))),
+  /**
+   * With a `url` that is not one of the agent's own servers: the control node's signature of this
+   * message (`streamOpenSignature`, `shared/auth/agent-proofs.ts`). The agent dials no other URL.
+   */
+  sig: z.optional(z.string().check(z.maxLength(128))),
+});
+
+export const brokerToAgentMessage = z.discriminatedUnion('type', [
+  welcomeMessage,
+  sessionOpenedMessage,
+  sessionCloseMessage,
+  streamOpenMessage,
+]);
+export type BrokerToAgentMessage = z.infer<typeof brokerToAgentMessage>;
+
+/** Agent → broker: the agent ended a session's handler (acknowledges `session.close`). */
+export const sessionEndedMessage = z.object({
+  type: z.literal('session.ended'),
+  session_id: z.string(),
+});
+
+/** Agent → broker: the agent will not serve a stream (e.g. its session cap is reached). */
+export const streamRefusedMessage = z.object({
+  type: z.literal('stream.refused'),
+  stream_id: z.string(),
+  message: z.string(),
+});
+
+export const agentToBrokerMessage = z.discriminatedUnion('type', [sessionEndedMessage, streamRefusedMessage]);
+export type AgentToBrokerMessage = z.infer<typeof agentToBrokerMessage>;

@@ -12,11 +12,9 @@ import { closeSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AgentStatusView, DeviceCreated } from '../shared/api/devices';
-import type { Session } from '../shared/api/sessions';
-import { helper, type Listening, type Transferred } from './helpers';
-import { call, median, memoryDir, processStats, round, run, startAgent, stopChild, TETHER, type Data, type Result, type ServerProcess } from './lib';
+import { median, memoryDir, processStats, round, run, startAgent, stopChild, TETHER, type Result, type ServerProcess } from './lib';
 import { DIRECT, JUMPED, startSshd } from './sshd';
+import { bareRelay, relaySplice, singleHop } from './transfer-references';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -48,59 +46,6 @@ async function watched(pids: number[], fn: () => Promise<void>) {
   return { seconds, usage };
 }
 
-/** The same bytes through a bare three-process relay: MiB/s, and the relay process's CPU seconds per GiB. */
-async function bareRelay(bytes: number) {
-  const relay = helper(['relay']);
-  const { port } = await relay.next<Listening>();
-  const url = `ws://127.0.0.1:${port}`;
-  const sink = helper(['sink', url, String(bytes)]);
-  await sink.next();
-  const cpuBefore = processStats(relay.child.pid!).cpuSeconds;
-  // Zero masks, as tether's own clients use on loopback (shared/websocket/mask.ts): the limit, not a handicap.
-  const source = helper(['source', url, String(bytes), 'zero-mask']);
-  const { seconds } = await sink.next<Transferred>();
-  const cpuSeconds = processStats(relay.child.pid!).cpuSeconds - cpuBefore;
-  await Promise.all([source.stop(), sink.stop(), relay.stop()]);
-  return { rate: bytes / MiB / seconds, cpu: cpuSeconds / (bytes / GiB) };
-}
-
-/**
- * The same bytes over one WebSocket from a client process to a server process, in the relay's
- * frames and masked as the agent and the CLI mask theirs: the limit of a single hop.
- */
-async function singleHop(bytes: number) {
-  const sink = helper(['listen-sink', String(bytes)]);
-  const { port } = await sink.next<Listening>();
-  const source = helper(['source', `ws://127.0.0.1:${port}`, String(bytes), 'zero-mask']);
-  const { seconds } = await sink.next<Transferred>();
-  await Promise.all([source.stop(), sink.stop()]);
-  return { rate: bytes / MiB / seconds };
-}
-
-let splices = 0;
-
-async function brokerSplice(server: ServerProcess, bytes: number) {
-  const deviceId = `bench-splice-${++splices}`;
-  const created = await call<Data<DeviceCreated>>(`${server.url}/v1/devices`, 'POST', server.token, { device_id: deviceId });
-  const agent = helper(['stream-agent', server.url, deviceId, created.body.data.agent_token, String(bytes)]);
-  await agent.next();
-  for (;;) {
-    const s = await call<Data<AgentStatusView>>(`${server.url}/v1/devices/${deviceId}/agent-status`, 'GET', server.token);
-    if (s.body.data.agent_status === 'online') break;
-    await sleep(20);
-  }
-  const session = await call<Data<Session>>(`${server.url}/v1/remote-access/sessions`, 'POST', server.token, {
-    device_id: deviceId,
-    protocol: 'file-transfer',
-  });
-  const sink = helper(['sink', session.body.data.websocket_url!, String(bytes)]);
-  await sink.next(); // open
-  const { seconds } = await sink.next<Transferred>();
-  await Promise.all([sink.stop(), agent.stop()]);
-  await call(`${server.url}/v1/remote-access/sessions/${session.body.data.session_id}`, 'DELETE', server.token);
-  return { rate: bytes / MiB / seconds };
-}
-
 interface Repeated {
   value: number;
   runs: number[];
@@ -122,7 +67,14 @@ function figure(name: string, m: Repeated, digits: number, unit: string, target:
 /** A transfer row for `a / b`, with `>= min` as its target when there is one. */
 function ratio(name: string, a: number, b: number, min?: number): Result {
   const r = a / b;
-  return { section: 'transfer', name, value: round(r, 2), unit: 'ratio', target: min === undefined ? 'reported' : `>= ${min.toFixed(1)}`, met: min === undefined ? null : r >= min };
+  return {
+    section: 'transfer',
+    name,
+    value: round(r, 2),
+    unit: 'ratio',
+    target: min === undefined ? 'reported' : `>= ${min.toFixed(1)}`,
+    met: min === undefined ? null : r >= min,
+  };
 }
 
 /** true when every check passed, false when one failed, null when none failed but some could not be made. */
@@ -135,7 +87,12 @@ function allMet(checks: Array<boolean | null>): boolean | null {
  * Issue 14's targets for one direction of `tether cp`: at least 0.8 of the bare relay, 1.0 of
  * direct scp and 1.5 of scp through the jump host (unchecked when there is no sshd).
  */
-function cpTargets(way: 'from' | 'to', rate: number, bare: number, scp?: { direct: number; jumped: number }): { checks: Array<boolean | null>; rows: Result[] } {
+function cpTargets(
+  way: 'from' | 'to',
+  rate: number,
+  bare: number,
+  scp?: { direct: number; jumped: number },
+): { checks: Array<boolean | null>; rows: Result[] } {
   const rows = [ratio(`tether cp ${way} / bare relay`, rate, bare, 0.8)];
   if (scp) rows.push(ratio(`tether cp ${way} / scp ${way}`, rate, scp.direct, 1.0), ratio(`tether cp ${way} / scp -J ${way}`, rate, scp.jumped, 1.5));
   return { checks: scp ? rows.map((r) => r.met) : [rows[0]!.met, null], rows };
@@ -186,7 +143,7 @@ export async function transferBench(server: ServerProcess, bytes: number, repeat
     const up = await repeated(repeats, copyUp);
     const bare = await repeated(repeats, () => bareRelay(bytes));
     const hop = await repeated(repeats, () => singleHop(bytes));
-    const splice = await repeated(repeats, () => brokerSplice(server, bytes));
+    const splice = await repeated(repeats, () => relaySplice(server, bytes));
     const scp = await scpRates(root, local, bytes, repeats);
 
     const from = cpTargets('from', down.rate.value, bare.rate.value, scp && { direct: scp.direct.down.value, jumped: scp.jumped.down.value });
@@ -198,8 +155,22 @@ export async function transferBench(server: ServerProcess, bytes: number, repeat
     return [
       figure(`tether cp ${size} from the device${of}`, down.rate, 0, 'MiB/s', cpTarget, allMet(from.checks)),
       figure(`tether cp ${size} to the device${of}`, up.rate, 0, 'MiB/s', cpTarget, allMet(to.checks)),
-      { section: 'transfer', name: `first tether cp ${size} from the device on a fresh server`, value: round(cold.down.rate, 0), unit: 'MiB/s', target: 'reported', met: null },
-      { section: 'transfer', name: `first tether cp ${size} to the device on a fresh server`, value: round(cold.up.rate, 0), unit: 'MiB/s', target: 'reported', met: null },
+      {
+        section: 'transfer',
+        name: `first tether cp ${size} from the device on a fresh server`,
+        value: round(cold.down.rate, 0),
+        unit: 'MiB/s',
+        target: 'reported',
+        met: null,
+      },
+      {
+        section: 'transfer',
+        name: `first tether cp ${size} to the device on a fresh server`,
+        value: round(cold.up.rate, 0),
+        unit: 'MiB/s',
+        target: 'reported',
+        met: null,
+      },
       figure(`bare WebSocket relay, three processes (the limit)${of}`, bare.rate, 0, 'MiB/s', 'reported', null),
       figure(`bare WebSocket single hop, two processes${of}`, hop.rate, 0, 'MiB/s', 'reported', null),
       figure(`broker splice alone${of}`, splice.rate, 0, 'MiB/s', 'reported', null),
@@ -240,10 +211,38 @@ function memoryRows(size: string, growth: Record<'cold' | 'warm', { server: numb
   const mib = (n: number) => round(n / MiB, 1);
   const idleRatio = idle.agent / idle.node;
   return [
-    { section: 'memory', name: `server RSS growth during ${size} (peak of the copies after the first)`, value: mib(growth.warm.server), unit: 'MiB', target: '<= 32', met: growth.warm.server <= 32 * MiB },
-    { section: 'memory', name: `server RSS growth during the first copies on a fresh server`, value: mib(growth.cold.server), unit: 'MiB', target: 'reported', met: null },
-    { section: 'memory', name: `agent RSS growth during ${size} (peak of all copies)`, value: mib(Math.max(growth.cold.agent, growth.warm.agent)), unit: 'MiB', target: '<= 64', met: Math.max(growth.cold.agent, growth.warm.agent) <= 64 * MiB },
-    { section: 'memory', name: 'agent idle RSS (online, no sessions)', value: mib(idle.agent), unit: 'MiB', target: '<= 1.15x bare node', met: idleRatio <= 1.15 },
+    {
+      section: 'memory',
+      name: `server RSS growth during ${size} (peak of the copies after the first)`,
+      value: mib(growth.warm.server),
+      unit: 'MiB',
+      target: '<= 32',
+      met: growth.warm.server <= 32 * MiB,
+    },
+    {
+      section: 'memory',
+      name: `server RSS growth during the first copies on a fresh server`,
+      value: mib(growth.cold.server),
+      unit: 'MiB',
+      target: 'reported',
+      met: null,
+    },
+    {
+      section: 'memory',
+      name: `agent RSS growth during ${size} (peak of all copies)`,
+      value: mib(Math.max(growth.cold.agent, growth.warm.agent)),
+      unit: 'MiB',
+      target: '<= 64',
+      met: Math.max(growth.cold.agent, growth.warm.agent) <= 64 * MiB,
+    },
+    {
+      section: 'memory',
+      name: 'agent idle RSS (online, no sessions)',
+      value: mib(idle.agent),
+      unit: 'MiB',
+      target: '<= 1.15x bare node',
+      met: idleRatio <= 1.15,
+    },
     { section: 'memory', name: 'bare node idle RSS', value: mib(idle.node), unit: 'MiB', target: 'reported', met: null },
     { section: 'memory', name: 'agent idle RSS / bare node', value: round(idleRatio, 2), unit: 'ratio', target: '<= 1.15', met: idleRatio <= 1.15 },
   ];

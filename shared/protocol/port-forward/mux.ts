@@ -75,18 +75,7 @@ export class ForwardMux {
       widened: 0,
       socketClosed: (c) => this.#socketClosed(c),
     };
-    this.#inbound = createInbound({
-      connection: (id) => this.#connections.get(id),
-      pending: this.#pending,
-      onOpenRequest: options.onOpenRequest && ((id, target) => options.onOpenRequest!(id, target)),
-      opened(c) {
-        c.state = 'open';
-        options.onOpened?.(c.id, c.target);
-        c.resumeIfFree();
-      },
-      drop: (c, reset, tellPeer) => this.#drop(c, reset, tellPeer),
-      protocolError: (why) => options.onProtocolError(why),
-    });
+    this.#inbound = inboundOf(this.#connections, this.#pending, options, (c, reset, tellPeer) => this.#drop(c, reset, tellPeer));
   }
 
   /** Connections open or being opened (the device's cap counts both). */
@@ -180,7 +169,11 @@ export class ForwardMux {
       this.#options.onClosed?.(c.report());
       return;
     }
-    this.#drop(c, { reason: 'closed', by: 'us', message: err?.code ? `the connection failed: ${err.code}` : 'the connection was closed before it finished' }, true);
+    this.#drop(
+      c,
+      { reason: 'closed', by: 'us', message: err?.code ? `the connection failed: ${err.code}` : 'the connection was closed before it finished' },
+      true,
+    );
   }
 
   #drop(c: ForwardConnection, reset: NonNullable<ConnectionReport['reset']>, tellPeer: boolean): void {
@@ -195,4 +188,25 @@ export class ForwardMux {
     this.#connections.delete(c.id);
     this.#host.widened -= c.window - FORWARD_WINDOW;
   }
+}
+
+/** What the peer sends, read into the mux's connections (./inbound). */
+function inboundOf(
+  connections: Map<number, ForwardConnection>,
+  pending: Map<number, { cancelled: boolean }>,
+  options: MuxOptions,
+  drop: (c: ForwardConnection, reset: NonNullable<ConnectionReport['reset']>, tellPeer: boolean) => void,
+) {
+  return createInbound({
+    connection: (id) => connections.get(id),
+    pending,
+    onOpenRequest: options.onOpenRequest && ((id, target) => options.onOpenRequest!(id, target)),
+    opened(c) {
+      c.state = 'open';
+      options.onOpened?.(c.id, c.target);
+      c.resumeIfFree();
+    },
+    drop,
+    protocolError: (why) => options.onProtocolError(why),
+  });
 }

@@ -30,9 +30,7 @@ const schema = z.object({
   warmShell: z._default(z.enum(['0', '1', 'true', 'false'], { error: 'must be 1 or 0' }), '1'),
   stateDir: z.optional(z.string().check(z.minLength(1))),
   forwardAllow: z._default(
-    z.string().check(
-      z.refine((s) => parseAllowList(s).ok, { error: (i) => `${(parseAllowList(String(i.input)) as { problem: string }).problem}` }),
-    ),
+    z.string().check(z.refine((s) => parseAllowList(s).ok, { error: (i) => `${(parseAllowList(String(i.input)) as { problem: string }).problem}` })),
     DEFAULT_FORWARD_ALLOW.join(','),
   ),
   forwardMaxConnections: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(10_000)), 64),
@@ -50,7 +48,11 @@ export interface AgentServer {
 }
 
 /** The servers of `--server a,b` (repeated flags arrive joined by commas). */
-const serverList = (text: string): string[] => text.split(',').map((s) => s.trim()).filter(Boolean);
+const serverList = (text: string): string[] =>
+  text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** A server's URLs from its base URL (`http(s)://` or `ws(s)://`, with or without a path prefix). */
 export function serverUrls(base: string): AgentServer {
@@ -130,18 +132,25 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     logFormat: pick(undefined, 'TETHER_LOG_FORMAT'),
   });
   if (!result.success) {
-    throw new Error(
-      `invalid agent settings:\n  ${describeProblems(problemsOf(result.error.issues, { unknownKey: 'unknown setting' }), '\n  ')}`,
-    );
+    throw new Error(`invalid agent settings:\n  ${describeProblems(problemsOf(result.error.issues, { unknownKey: 'unknown setting' }), '\n  ')}`);
   }
   const c = result.data;
-  const servers = [...new Map(serverList(c.server).map((u) => serverUrls(u)).map((s) => [s.connectUrl, s])).values()];
+  const servers = [
+    ...new Map(
+      serverList(c.server)
+        .map((u) => serverUrls(u))
+        .map((s) => [s.connectUrl, s]),
+    ).values(),
+  ];
   return Object.freeze({
     servers,
     deviceId: c.deviceId,
     token: c.token,
     filesRoot: resolve(c.filesRoot),
-    logDirs: c.logDirs.split(':').filter(Boolean).map((d) => resolve(d)),
+    logDirs: c.logDirs
+      .split(':')
+      .filter(Boolean)
+      .map((d) => resolve(d)),
     maxSessions: c.maxSessions,
     maxUploadBytes: c.maxUploadBytes,
     warmShell: c.warmShell === '1' || c.warmShell === 'true',

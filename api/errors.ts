@@ -36,8 +36,7 @@ export class ApiError extends Error {
 }
 
 export const badRequest = (message: string, details?: ErrorDetail[]) => new ApiError('bad_request', message, details);
-export const unauthorized = (message = 'missing, malformed, expired or revoked bearer token') =>
-  new ApiError('unauthorized', message);
+export const unauthorized = (message = 'missing, malformed, expired or revoked bearer token') => new ApiError('unauthorized', message);
 export const forbidden = (message: string) => new ApiError('forbidden', message);
 export const notFound = (message: string) => new ApiError('not_found', message);
 export const conflict = (message: string) => new ApiError('conflict', message);

@@ -94,9 +94,7 @@ export function mountRoutes(app: Koa, deps: RouteDeps) {
     /** Every route served, `METHOD /path` with `{param}` placeholders (docs/http-api.md lists them). */
     endpoints(): string[] {
       return [...publicRoutes, ...routes].flatMap((router) =>
-        router.stack.flatMap((layer) =>
-          layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`),
-        ),
+        router.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`)),
       );
     },
     /** A token was cut off: its event streams end now. */

@@ -38,13 +38,20 @@ async function load(url: string, token: string, seconds: number) {
 }
 
 export async function apiBench(server: ServerProcess, seconds: number, sessionDevice: string): Promise<Result[]> {
-  const session = await call<Data<Session>>(`${server.url}/v1/remote-access/sessions`, 'POST', server.token, { device_id: sessionDevice, protocol: 'diagnostics' });
+  const session = await call<Data<Session>>(`${server.url}/v1/remote-access/sessions`, 'POST', server.token, {
+    device_id: sessionDevice,
+    protocol: 'diagnostics',
+  });
   const yaml = 'service:\n  name: bench-web\n  image: registry.example.com/platform/bench-web:1.0.0\ndeployment:\n  replicas: 2\n';
   await new Promise<void>((done, fail) => {
-    const req = request(`${server.url}/v1/services?env=dev`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/yaml' },
-    }, (res) => (res.resume(), res.on('end', () => done())));
+    const req = request(
+      `${server.url}/v1/services?env=dev`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/yaml' },
+      },
+      (res) => (res.resume(), res.on('end', () => done())),
+    );
     req.on('error', fail);
     req.end(yaml);
   });

@@ -46,7 +46,14 @@ export async function capacityBench(server: ServerProcess, agents: number, idleS
       { section: 'agents', name: 'connections refused or failed', value: failed, unit: 'agents', target: 'reported', met: null },
       { section: 'agents', name: 'time to connect them all', value: round(connectSeconds, 1), unit: 's', target: 'reported', met: null },
       { section: 'agents', name: 'server RSS per agent', value: round(perAgent / 1024, 1), unit: 'KiB', target: '<= 10', met: perAgent <= 10 * 1024 },
-      { section: 'agents', name: `server CPU at idle (${idleSeconds} s, heartbeats on)`, value: round(cpuPerMinute, 2), unit: 'CPU s/min', target: 'reported', met: null },
+      {
+        section: 'agents',
+        name: `server CPU at idle (${idleSeconds} s, heartbeats on)`,
+        value: round(cpuPerMinute, 2),
+        unit: 'CPU s/min',
+        target: 'reported',
+        met: null,
+      },
     ];
   } finally {
     await swarm.stop();

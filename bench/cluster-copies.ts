@@ -15,13 +15,24 @@ const MiB = 1024 * 1024;
  * One copy: a `stream-agent` on `agentNode` sends `bytes`, a sink on `clientNode` takes them;
  * MiB/s, and the CPU seconds the relaying process (`relayPid`) spent on it.
  */
-async function copy(control: ServerProcess, agentNode: string, clientNode: string, bytes: number, deviceId: string, relayPid: number): Promise<{ rate: number; cpu: number }> {
+async function copy(
+  control: ServerProcess,
+  agentNode: string,
+  clientNode: string,
+  bytes: number,
+  deviceId: string,
+  relayPid: number,
+): Promise<{ rate: number; cpu: number }> {
   const created = await call<Data<DeviceCreated>>(`${control.url}/v1/devices`, 'POST', control.token, { device_id: deviceId });
   const agent = helper(['stream-agent', agentNode, deviceId, created.body.data.agent_token, String(bytes)]);
   try {
     await agent.next();
-    while ((await call<Data<AgentStatusView>>(`${control.url}/v1/devices/${deviceId}/agent-status`, 'GET', control.token)).body.data.agent_status !== 'online') await sleep(20);
-    const session = await call<Data<Session>>(`${control.url}/v1/remote-access/sessions`, 'POST', control.token, { device_id: deviceId, protocol: 'file-transfer' });
+    while ((await call<Data<AgentStatusView>>(`${control.url}/v1/devices/${deviceId}/agent-status`, 'GET', control.token)).body.data.agent_status !== 'online')
+      await sleep(20);
+    const session = await call<Data<Session>>(`${control.url}/v1/remote-access/sessions`, 'POST', control.token, {
+      device_id: deviceId,
+      protocol: 'file-transfer',
+    });
     if (session.status !== 201) throw new Error(`session: ${JSON.stringify(session.body)}`);
     const ws = new URL(session.body.data.websocket_url!);
     ws.host = new URL(clientNode).host;
@@ -65,12 +76,47 @@ export async function copies(control: ServerProcess, a: Edge, b: Edge, plan: { b
   const label = `${round(plan.bytes / MiB, 0)} MiB`;
   const how = kind === 'default' ? 'nodes as started by default' : 'both started with --min-semi-space-size=16';
   return [
-    { section: 'cluster', name: `${how}: copy ${label} through one process (no NATS)`, value: round(singleRate, 0), unit: 'MiB/s', target: 'reported', met: null },
-    { section: 'cluster', name: `${how}: copy ${label} through the cluster (agent on A, client on B)`, value: round(clusterRate, 0), unit: 'MiB/s', target: 'reported', met: null },
+    {
+      section: 'cluster',
+      name: `${how}: copy ${label} through one process (no NATS)`,
+      value: round(singleRate, 0),
+      unit: 'MiB/s',
+      target: 'reported',
+      met: null,
+    },
+    {
+      section: 'cluster',
+      name: `${how}: copy ${label} through the cluster (agent on A, client on B)`,
+      value: round(clusterRate, 0),
+      unit: 'MiB/s',
+      target: 'reported',
+      met: null,
+    },
     kind === 'tuned'
-      ? { section: 'cluster', name: `${how}: cluster / single process`, value: round(clusterRate / singleRate, 2), unit: 'x', target: '>= 0.95', met: clusterRate / singleRate >= 0.95 }
+      ? {
+          section: 'cluster',
+          name: `${how}: cluster / single process`,
+          value: round(clusterRate / singleRate, 2),
+          unit: 'x',
+          target: '>= 0.95',
+          met: clusterRate / singleRate >= 0.95,
+        }
       : { section: 'cluster', name: `${how}: cluster / single process`, value: round(clusterRate / singleRate, 2), unit: 'x', target: 'reported', met: null },
-    { section: 'cluster', name: `${how}: relaying CPU per GiB, single process`, value: round(median(singleRuns.map((r) => r.cpu)) / gib, 2), unit: 's', target: 'reported', met: null },
-    { section: 'cluster', name: `${how}: relaying CPU per GiB, edge`, value: round(median(clusterRuns.map((r) => r.cpu)) / gib, 2), unit: 's', target: 'reported', met: null },
+    {
+      section: 'cluster',
+      name: `${how}: relaying CPU per GiB, single process`,
+      value: round(median(singleRuns.map((r) => r.cpu)) / gib, 2),
+      unit: 's',
+      target: 'reported',
+      met: null,
+    },
+    {
+      section: 'cluster',
+      name: `${how}: relaying CPU per GiB, edge`,
+      value: round(median(clusterRuns.map((r) => r.cpu)) / gib, 2),
+      unit: 's',
+      target: 'reported',
+      met: null,
+    },
   ];
 }

@@ -71,7 +71,14 @@ export async function clusterBench(plan: ClusterPlan): Promise<Result[]> {
  * 2. Agents across the four nodes: light ones on control, A and B; real ones on C (they fail
  * over). Returns how many are online in the API.
  */
-async function agentsAcross(control: ServerProcess, [a, b, c]: [Edge, Edge, Edge], plan: ClusterPlan, real: RealAgents, helpers: Helper[], results: Result[]): Promise<number> {
+async function agentsAcross(
+  control: ServerProcess,
+  [a, b, c]: [Edge, Edge, Edge],
+  plan: ClusterPlan,
+  real: RealAgents,
+  helpers: Helper[],
+  results: Result[],
+): Promise<number> {
   const light = plan.agents - plan.killed;
   const dir = tempDir('tether-bench-cluster-');
   const t0 = performance.now();
@@ -140,13 +147,34 @@ async function agentsAcross(control: ServerProcess, [a, b, c]: [Edge, Edge, Edge
   }
   results.push(
     { section: 'cluster', name: 'devices registered (API, 32 at once)', value: round(registerSeconds, 1), unit: 's', target: 'reported', met: null },
-    { section: 'cluster', name: 'agents online at once (control + 3 edges)', value: online, unit: 'agents', target: `>= ${plan.agents}`, met: online >= plan.agents },
+    {
+      section: 'cluster',
+      name: 'agents online at once (control + 3 edges)',
+      value: online,
+      unit: 'agents',
+      target: `>= ${plan.agents}`,
+      met: online >= plan.agents,
+    },
     { section: 'cluster', name: 'agents on the busiest node', value: Math.max(...perNode), unit: 'agents', target: 'reported', met: null },
     { section: 'cluster', name: "agents connected, by the nodes' own count", value: connected, unit: 'agents', target: 'reported', met: null },
     { section: 'cluster', name: 'connections refused or failed', value: failed, unit: 'agents', target: 'reported', met: null },
-    { section: 'cluster', name: 'light agents dropped by a node (pong too late) and reconnected', value: lightDropped, unit: 'agents', target: 'reported', met: null },
+    {
+      section: 'cluster',
+      name: 'light agents dropped by a node (pong too late) and reconnected',
+      value: lightDropped,
+      unit: 'agents',
+      target: 'reported',
+      met: null,
+    },
     { section: 'cluster', name: 'time until all are online in the API', value: round(connectSeconds, 1), unit: 's', target: 'reported', met: null },
-    { section: 'cluster', name: 'presence writes, average while they connect', value: round(writes / connectSeconds, 0), unit: 'writes/s', target: 'reported', met: null },
+    {
+      section: 'cluster',
+      name: 'presence writes, average while they connect',
+      value: round(writes / connectSeconds, 0),
+      unit: 'writes/s',
+      target: 'reported',
+      met: null,
+    },
     { section: 'cluster', name: 'presence writes, best second', value: round(peak, 0), unit: 'writes/s', target: 'reported', met: null },
   );
   return online;
@@ -180,10 +208,38 @@ async function killEdge(control: ServerProcess, [a, b, c]: [Edge, Edge, Edge], p
   const perNodeAfter = await Promise.all([control.url, a.url, b.url].map((u) => metric(u, 'tether_agents_online')));
   return [
     { section: 'cluster', name: 'real agents on the edge that is killed', value: onC, unit: 'agents', target: `>= ${plan.killed}`, met: onC >= plan.killed },
-    { section: 'cluster', name: 'after SIGKILL of that edge: all of them online elsewhere', value: round(allBack, 1), unit: 's', target: '<= 30', met: allBack <= 30 },
-    { section: 'cluster', name: 'their reconnections after the kill, p50', value: round(percentile(reconnected, 50) / 1000, 1), unit: 's', target: 'reported', met: null },
-    { section: 'cluster', name: 'their reconnections after the kill, p90', value: round(percentile(reconnected, 90) / 1000, 1), unit: 's', target: 'reported', met: null },
-    { section: 'cluster', name: 'fewest online in the API during the failover', value: lowest, unit: 'agents', target: `= ${plan.agents} (none shown offline)`, met: lowest >= plan.agents },
+    {
+      section: 'cluster',
+      name: 'after SIGKILL of that edge: all of them online elsewhere',
+      value: round(allBack, 1),
+      unit: 's',
+      target: '<= 30',
+      met: allBack <= 30,
+    },
+    {
+      section: 'cluster',
+      name: 'their reconnections after the kill, p50',
+      value: round(percentile(reconnected, 50) / 1000, 1),
+      unit: 's',
+      target: 'reported',
+      met: null,
+    },
+    {
+      section: 'cluster',
+      name: 'their reconnections after the kill, p90',
+      value: round(percentile(reconnected, 90) / 1000, 1),
+      unit: 's',
+      target: 'reported',
+      met: null,
+    },
+    {
+      section: 'cluster',
+      name: 'fewest online in the API during the failover',
+      value: lowest,
+      unit: 'agents',
+      target: `= ${plan.agents} (none shown offline)`,
+      met: lowest >= plan.agents,
+    },
     { section: 'cluster', name: 'online in the API after the failover', value: after, unit: 'agents', target: `= ${plan.agents}`, met: after === plan.agents },
     { section: 'cluster', name: 'agents on the busiest node after', value: Math.max(...perNodeAfter), unit: 'agents', target: 'reported', met: null },
   ];

@@ -16,7 +16,10 @@ function chromiumPath(mayInstall: boolean): string | undefined {
   const found = () => CHROMIUM.find((p) => existsSync(p));
   if (found() || !mayInstall || process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return found();
   process.stderr.write('bench: installing chromium for the console figures\n');
-  spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
+    stdio: 'ignore',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
   return found();
 }
 
@@ -36,7 +39,10 @@ export async function consoleBench(server: ServerProcess, quick: boolean): Promi
     return results;
   }
   const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  const browser = await chromium.launch({
+    executablePath,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
   const paints: number[] = [];
   const ready: number[] = [];
   try {
@@ -55,7 +61,14 @@ export async function consoleBench(server: ServerProcess, quick: boolean): Promi
     await browser.close();
   }
   results.push(
-    { section: 'console', name: `first contentful paint, cold cache (median of ${paints.length})`, value: round(median(paints), 0), unit: 'ms', target: '< 1000', met: median(paints) < 1000 },
+    {
+      section: 'console',
+      name: `first contentful paint, cold cache (median of ${paints.length})`,
+      value: round(median(paints), 0),
+      unit: 'ms',
+      target: '< 1000',
+      met: median(paints) < 1000,
+    },
     { section: 'console', name: 'sign-in form ready, from navigation', value: round(median(ready), 0), unit: 'ms', target: 'reported', met: null },
   );
   return results;

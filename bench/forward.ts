@@ -50,10 +50,14 @@ const canConnect = (port: number) =>
 async function freePorts(n: number): Promise<number[]> {
   const { createServer } = await import('node:net');
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<import('node:net').Server>((resolve) => {
-      const s = createServer();
-      s.listen(0, '127.0.0.1', () => resolve(s));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<import('node:net').Server>((resolve) => {
+          const s = createServer();
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as { port: number }).port);
   await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
@@ -147,15 +151,54 @@ export async function forwardBench(server: ServerProcess, bytes: number, repeats
     const results: Result[] = [];
     for (const f of figures) {
       results.push(
-        { section: 'forward', name: `${f.m.name}: ${size} up, one connection${of}`, value: round(f.bulk.up, 0), unit: 'MiB/s', target: 'reported', met: null, runs: f.bulk.runs.up.map((r) => round(r, 0)) },
-        { section: 'forward', name: `${f.m.name}: ${size} down, one connection${of}`, value: round(f.bulk.down, 0), unit: 'MiB/s', target: 'reported', met: null, runs: f.bulk.runs.down.map((r) => round(r, 0)) },
-        { section: 'forward', name: `${f.m.name}: 1-byte ping-pong p50 (${samples} samples)`, value: us(f.ping.p50), unit: 'µs', target: 'reported', met: null },
+        {
+          section: 'forward',
+          name: `${f.m.name}: ${size} up, one connection${of}`,
+          value: round(f.bulk.up, 0),
+          unit: 'MiB/s',
+          target: 'reported',
+          met: null,
+          runs: f.bulk.runs.up.map((r) => round(r, 0)),
+        },
+        {
+          section: 'forward',
+          name: `${f.m.name}: ${size} down, one connection${of}`,
+          value: round(f.bulk.down, 0),
+          unit: 'MiB/s',
+          target: 'reported',
+          met: null,
+          runs: f.bulk.runs.down.map((r) => round(r, 0)),
+        },
+        {
+          section: 'forward',
+          name: `${f.m.name}: 1-byte ping-pong p50 (${samples} samples)`,
+          value: us(f.ping.p50),
+          unit: 'µs',
+          target: 'reported',
+          met: null,
+        },
         { section: 'forward', name: `${f.m.name}: 1-byte ping-pong p99`, value: us(f.ping.p99), unit: 'µs', target: 'reported', met: null },
       );
     }
     results.push(
-      { section: 'forward', name: `tether forward: ${size} up over ${PARALLEL} connections at once${of}`, value: round(parallel.up, 0), unit: 'MiB/s', target: '>= one connection', met: parallel.up >= tether!.bulk.up, runs: parallel.runs.up.map((r) => round(r, 0)) },
-      { section: 'forward', name: `tether forward: ${size} down over ${PARALLEL} connections at once${of}`, value: round(parallel.down, 0), unit: 'MiB/s', target: '>= one connection', met: parallel.down >= tether!.bulk.down, runs: parallel.runs.down.map((r) => round(r, 0)) },
+      {
+        section: 'forward',
+        name: `tether forward: ${size} up over ${PARALLEL} connections at once${of}`,
+        value: round(parallel.up, 0),
+        unit: 'MiB/s',
+        target: '>= one connection',
+        met: parallel.up >= tether!.bulk.up,
+        runs: parallel.runs.up.map((r) => round(r, 0)),
+      },
+      {
+        section: 'forward',
+        name: `tether forward: ${size} down over ${PARALLEL} connections at once${of}`,
+        value: round(parallel.down, 0),
+        unit: 'MiB/s',
+        target: '>= one connection',
+        met: parallel.down >= tether!.bulk.down,
+        runs: parallel.runs.down.map((r) => round(r, 0)),
+      },
     );
     if (direct && jumped) {
       const ratio = (name: string, a: number, b: number, min: number): Result => ({

@@ -103,17 +103,34 @@ export async function echoBench(server: ServerProcess, samples: number): Promise
   const p50 = percentile(warm, 50);
   const p99 = percentile(warm, 99);
   const results: Result[] = [
-    { section: 'echo', name: `keystroke echo p50 (${warm.length} samples, warm)`, value: us(p50), unit: 'µs', target: '<= ssh -J -tt p50', met: ssh ? p50 <= ssh.jumped.p50 : null },
+    {
+      section: 'echo',
+      name: `keystroke echo p50 (${warm.length} samples, warm)`,
+      value: us(p50),
+      unit: 'µs',
+      target: '<= ssh -J -tt p50',
+      met: ssh ? p50 <= ssh.jumped.p50 : null,
+    },
     { section: 'echo', name: 'keystroke echo p99 (warm)', value: us(p99), unit: 'µs', target: '<= ssh -J -tt p99', met: ssh ? p99 <= ssh.jumped.p99 : null },
     { section: 'echo', name: 'keystroke echo p99.9 (warm)', value: us(percentile(warm, 99.9)), unit: 'µs', target: 'reported', met: null },
-    { section: 'echo', name: `keystroke echo p50, a new agent's first ${cold.length} after ${WARMUP_SAMPLES} (cold)`, value: us(percentile(cold, 50)), unit: 'µs', target: 'reported', met: null },
+    {
+      section: 'echo',
+      name: `keystroke echo p50, a new agent's first ${cold.length} after ${WARMUP_SAMPLES} (cold)`,
+      value: us(percentile(cold, 50)),
+      unit: 'µs',
+      target: 'reported',
+      met: null,
+    },
     { section: 'echo', name: 'keystroke echo p99 (cold)', value: us(percentile(cold, 99)), unit: 'µs', target: 'reported', met: null },
   ];
   if (!ssh) {
     results.push({ section: 'echo', name: 'ssh -tt and ssh -J -tt echo (no sshd installed)', value: 'skipped', unit: '-', target: '-', met: null });
     return results;
   }
-  for (const [label, figures] of [['ssh -tt', ssh.direct], ['ssh -J -tt', ssh.jumped]] as const) {
+  for (const [label, figures] of [
+    ['ssh -tt', ssh.direct],
+    ['ssh -J -tt', ssh.jumped],
+  ] as const) {
     results.push(
       { section: 'echo', name: `${label} echo p50`, value: us(figures.p50), unit: 'µs', target: 'reported', met: null },
       { section: 'echo', name: `${label} echo p99`, value: us(figures.p99), unit: 'µs', target: 'reported', met: null },
@@ -196,9 +213,23 @@ export async function timeToShellBench(server: ServerProcess, sessions: number):
     const p50 = percentile(times, 50);
     const p99 = percentile(times, 99);
     return [
-      { section: 'time to shell', name: `POST to first prompt byte p50 (${sessions} sessions)`, value: round(p50, 1), unit: 'ms', target: '<= 15', met: p50 <= 15 },
+      {
+        section: 'time to shell',
+        name: `POST to first prompt byte p50 (${sessions} sessions)`,
+        value: round(p50, 1),
+        unit: 'ms',
+        target: '<= 15',
+        met: p50 <= 15,
+      },
       { section: 'time to shell', name: 'POST to first prompt byte p99', value: round(p99, 1), unit: 'ms', target: '<= 50', met: p99 <= 50 },
-      { section: 'time to shell', name: 'first shell session after the agent starts (no pre-started shell yet)', value: round(cold, 1), unit: 'ms', target: 'reported', met: null },
+      {
+        section: 'time to shell',
+        name: 'first shell session after the agent starts (no pre-started shell yet)',
+        value: round(cold, 1),
+        unit: 'ms',
+        target: 'reported',
+        met: null,
+      },
       ...(await sshTrue(Math.min(20, sessions))),
     ];
   } finally {
@@ -209,7 +240,8 @@ export async function timeToShellBench(server: ServerProcess, sessions: number):
 /** `ssh host true` and `ssh -J host true`, a run of each per round, when a private sshd can run. */
 async function sshTrue(rounds: number): Promise<Result[]> {
   const sshd = await startSshd();
-  if (!sshd) return [{ section: 'time to shell', name: 'ssh host true and ssh -J host true (no sshd installed)', value: 'skipped', unit: '-', target: '-', met: null }];
+  if (!sshd)
+    return [{ section: 'time to shell', name: 'ssh host true and ssh -J host true (no sshd installed)', value: 'skipped', unit: '-', target: '-', met: null }];
   const direct: number[] = [];
   const jumped: number[] = [];
   try {

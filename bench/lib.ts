@@ -31,7 +31,10 @@ export function percentile(sorted: number[], p: number): number {
 
 /** The middle value (the upper middle of an even count). */
 export function median(values: number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 }
 
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -228,4 +231,3 @@ export async function pooled<T, R>(items: T[], limit: number, fn: (item: T, inde
   );
   return results;
 }
-

@@ -21,7 +21,10 @@ import { startupBench } from './startup';
 import { transferBench } from './transfer';
 
 const quick = process.argv.includes('--quick');
-const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
 const out = process.argv.find((a) => a.startsWith('--out='))?.slice(6) ?? resolve(__dirname, '..', 'bench', 'results.json');
 
 const MiB = 1024 * 1024;
@@ -32,8 +35,30 @@ const clusterRepeatsArg = Number(process.argv.find((a) => a.startsWith('--cluste
 // As many agents as one process's open-files limit allows, less room for the server's own files.
 const defaultAgents = Math.max(15_000, Math.min(19_000, fdLimit() - 1000));
 const plan = quick
-  ? { bytes: 8 * MiB, repeats: 1, settleSeconds: 1, echoSamples: 200, pingSamples: 200, shellOutput: 1 * MiB, shells: 5, agents: 50, idleSeconds: 1, apiSeconds: 1 }
-  : { bytes: 1024 * MiB, repeats: 3, settleSeconds: 5, echoSamples: 10_000, pingSamples: 5_000, shellOutput: 64 * MiB, shells: 50, agents: agentsArg || defaultAgents, idleSeconds: 60, apiSeconds: 10 };
+  ? {
+      bytes: 8 * MiB,
+      repeats: 1,
+      settleSeconds: 1,
+      echoSamples: 200,
+      pingSamples: 200,
+      shellOutput: 1 * MiB,
+      shells: 5,
+      agents: 50,
+      idleSeconds: 1,
+      apiSeconds: 1,
+    }
+  : {
+      bytes: 1024 * MiB,
+      repeats: 3,
+      settleSeconds: 5,
+      echoSamples: 10_000,
+      pingSamples: 5_000,
+      shellOutput: 64 * MiB,
+      shells: 50,
+      agents: agentsArg || defaultAgents,
+      idleSeconds: 60,
+      apiSeconds: 10,
+    };
 
 /** The soft open-files limit of this process (children inherit it). */
 function fdLimit(): number {

@@ -24,8 +24,7 @@ export async function transferWorker(server: ServerProcess, token: string, devic
       w.resolve(m as Response);
     }
   };
-  const reply = (id: number, match: (m: DeviceFrame) => boolean = (m) => 'ok' in m) =>
-    new Promise<Response>((resolve) => (waiting = { id, resolve, match }));
+  const reply = (id: number, match: (m: DeviceFrame) => boolean = (m) => 'ok' in m) => new Promise<Response>((resolve) => (waiting = { id, resolve, match }));
   await client.opened();
   const name = `soak-${deviceId}.bin`;
   let id = 0;

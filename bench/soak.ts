@@ -120,7 +120,10 @@ async function main(): Promise<void> {
       ['uploads / downloads, checked byte for byte', `${figures.uploads} / ${figures.downloads} (${figures.transfer_mib} MiB)`],
       ['sessions checked / counters wrong', `${figures.sessions_checked} / ${figures.counters_wrong}`],
       ['errors', String(figures.errors)],
-      ['server RSS: idle | each quarter of the load | after close', `${figures.server_rss_mib.idle} | ${quarters.join(' → ')} | ${figures.server_rss_mib.after_close} MiB (peak ${figures.server_rss_mib.peak})`],
+      [
+        'server RSS: idle | each quarter of the load | after close',
+        `${figures.server_rss_mib.idle} | ${quarters.join(' → ')} | ${figures.server_rss_mib.after_close} MiB (peak ${figures.server_rss_mib.peak})`,
+      ],
       ['server RSS growth, first quarter → after close', `${figures.server_rss_growth_mib} MiB (limit ${RSS_GROWTH_LIMIT_MIB})`],
     ];
     const width = Math.max(...rows.map((r) => r[0].length));

@@ -67,7 +67,10 @@ export async function startSshd(): Promise<Sshd | undefined> {
     return undefined;
   }
   const dir = tempDir('tether-bench-sshd-');
-  for (const [name, type] of [['host', 'ed25519'], ['client', 'ed25519']]) {
+  for (const [name, type] of [
+    ['host', 'ed25519'],
+    ['client', 'ed25519'],
+  ]) {
     spawnSync('ssh-keygen', ['-q', '-t', type!, '-N', '', '-f', join(dir, name!)]);
   }
   // sshd insists that authorized_keys live where the user's home says; use a file of our own.

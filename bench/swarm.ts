@@ -70,7 +70,10 @@ if (mode === 'relay') {
     }
     const a = waiting;
     waiting = undefined;
-    for (const [src, dst] of [[a, ws], [ws, a]] as const) {
+    for (const [src, dst] of [
+      [a, ws],
+      [ws, a],
+    ] as const) {
       src.on('message', (data, isBinary) => {
         dst.send(data, { binary: isBinary }, () => {
           if (src.isPaused && dst.bufferedAmount < 256 * 1024) src.resume();

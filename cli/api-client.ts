@@ -127,7 +127,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
           headers: {
             ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
             ...requestOptions.headers,
-            ...(payload === undefined ? {} : { 'content-type': requestOptions.contentType ?? 'application/json', 'content-length': Buffer.byteLength(payload) }),
+            ...(payload === undefined
+              ? {}
+              : { 'content-type': requestOptions.contentType ?? 'application/json', 'content-length': Buffer.byteLength(payload) }),
           },
         },
         (res) => {
@@ -136,7 +138,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         },
       );
       // Until the answer starts, connect included, as AbortSignal.timeout did for fetch.
-      const timer = options.timeoutMs ? setTimeout(() => req.destroy(Object.assign(new Error('timed out'), { code: 'timed out' })), options.timeoutMs) : undefined;
+      const timer = options.timeoutMs
+        ? setTimeout(() => req.destroy(Object.assign(new Error('timed out'), { code: 'timed out' })), options.timeoutMs)
+        : undefined;
       req.on('error', (err: NodeJS.ErrnoException) => {
         clearTimeout(timer);
         reject(unreachable(err.code ?? err.message));

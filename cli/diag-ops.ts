@@ -36,5 +36,5 @@ export function checkDiagArgs(op: string | undefined, given: Partial<Record<Diag
     const owners = Object.keys(DIAG_OPS).filter((o) => DIAG_OPS[o]!.includes(option));
     throw usageError(`--${option} is not an option of ${what}; it goes with ${owners.join(', ')}`);
   }
-  if (op === 'log.tail' && given.path === undefined) throw usageError('log.tail needs --path FILE (a log file inside the device\'s log dirs)');
+  if (op === 'log.tail' && given.path === undefined) throw usageError("log.tail needs --path FILE (a log file inside the device's log dirs)");
 }

@@ -4,13 +4,7 @@
  * read as data: a code and reason the server sends has words of its own; a reason this client does
  * not know gets the words of its code.
  */
-import {
-  DEVICE_JOIN_TIMEOUT_MS,
-  STREAM_CLOSE,
-  STREAM_END,
-  TOKEN_END_TEXT,
-  type StreamEndReason,
-} from '../shared/protocol/session-stream';
+import { DEVICE_JOIN_TIMEOUT_MS, STREAM_CLOSE, STREAM_END, TOKEN_END_TEXT, type StreamEndReason } from '../shared/protocol/session-stream';
 
 /** What each end of a session's streams means to a person. */
 const END_WORDS: Readonly<Record<StreamEndReason, string>> = {

@@ -60,7 +60,7 @@ Examples:
 `;
 
 const replaceOption = () => new Option('--replace', 'close an open session of the same protocol on the device first');
-const waitOption = () => new Option('--wait-online', 'wait for the device\'s agent to come online');
+const waitOption = () => new Option('--wait-online', "wait for the device's agent to come online");
 
 /** Adds the client commands; `setExit` receives each command's exit code. */
 export function registerClientCommands(program: Command, ctx: () => Context, setExit: (code: number) => void): void {
@@ -101,7 +101,7 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
 
   program
     .command('shell <device>')
-    .description('an interactive shell on a device; exits with the remote shell\'s exit code')
+    .description("an interactive shell on a device; exits with the remote shell's exit code")
     .option('--ttl <seconds>', 'session time to live, 60 to 28800', integer('--ttl', 60, 28800))
     .addOption(replaceOption())
     .addOption(waitOption())
@@ -121,7 +121,7 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .command('diag <device> [op]')
     .description(`a summary of the device, or one diagnostics op (${Object.keys(DIAG_OPS).join(', ')})`)
     .option('--json', 'print the results as JSON')
-    .option('--path <path>', 'log.tail: the log file (absolute, inside the device\'s log dirs)')
+    .option('--path <path>', "log.tail: the log file (absolute, inside the device's log dirs)")
     .option('--lines <n>', 'log.tail: how many lines', integer('--lines', 1, 10_000))
     .option('--limit <n>', 'process.list: how many processes', integer('--limit', 1, 10_000))
     .addOption(replaceOption())

@@ -55,7 +55,7 @@ function registerUserCommands(program: Command, ctx: () => Context): void {
     .action(async (name, o) => (await commands.user()).userRemove(ctx(), name, o));
   user
     .command('passwd [name]')
-    .description('set your password, or (administrators) anyone\'s')
+    .description("set your password, or (administrators) anyone's")
     .option('--password-stdin', 'read the password(s) from standard input, one a line')
     .option('--revoke-tokens', "revoke the user's other tokens too")
     .addOption(jsonOption())
@@ -91,7 +91,7 @@ export function registerAccountCommands(program: Command, ctx: () => Context): v
     .action(async (o) => (await commands.tokens()).tokenList(ctx(), o));
   token
     .command('revoke <token-id>')
-    .description('revoke a token of yours, or (administrators) anyone\'s: it answers 401 from then on')
+    .description("revoke a token of yours, or (administrators) anyone's: it answers 401 from then on")
     .addOption(jsonOption())
     .action(async (id, o) => (await commands.tokens()).tokenRevoke(ctx(), id, o));
 

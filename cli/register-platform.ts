@@ -92,7 +92,7 @@ function registerDevice(program: Command, ctx: () => Context): void {
     .action(withCode(async (id, o) => (await commands.device()).deviceRemove(ctx(), id, o)));
   device
     .command('rotate-token <device-id>')
-    .description("issue a new agent token (administrators); the old one stops working and its agent is disconnected")
+    .description('issue a new agent token (administrators); the old one stops working and its agent is disconnected')
     .addOption(jsonOption())
     .action(withCode(async (id, o) => (await commands.device()).deviceRotateToken(ctx(), id, o)));
 }

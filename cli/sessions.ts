@@ -101,11 +101,7 @@ export async function openSession(api: ApiClient, o: OpenOptions): Promise<Sessi
       if (err.status === 422 && err.code === 'target_not_allowed') throw new CliError(err.body.message, err.code);
       if (err.status === 422) {
         if (!o.waitOnline || waited) {
-          throw new CliError(
-            `the agent of ${o.device} is offline (not connected to the broker).\n` +
-              'Run again with --wait-online to wait for it.',
-            err.code,
-          );
+          throw new CliError(`the agent of ${o.device} is offline (not connected to the broker).\n` + 'Run again with --wait-online to wait for it.', err.code);
         }
         await waitOnline(api, o.device, o.waitTimeoutS ?? 300, o.notice);
         waited = true;

@@ -128,9 +128,7 @@ export async function download(stream: ClientStream, plan: DownloadPlan, onBytes
     onBytes,
   });
   const failed = new Promise<never>((_, reject) => {
-    extraction.extract.on('error', () =>
-      reject(extraction.failure ?? new CliError('the download is not a valid tar stream', 'bad_answer')),
-    );
+    extraction.extract.on('error', () => reject(extraction.failure ?? new CliError('the download is not a valid tar stream', 'bad_answer')));
     void stream.closed.then(({ code, reason }) => reject(transferFailure('download', new StreamClosedError(code, reason))));
   });
   failed.catch(() => {});

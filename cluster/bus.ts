@@ -42,7 +42,8 @@ function decode<T>(schema: z.ZodMiniType<T>, data: Uint8Array): T | undefined {
 export function createBus(options: BusOptions) {
   const { log } = options;
   const handlers: Array<{ subject: string; queue?: string; onMessage: (msg: Msg) => void }> = [];
-  const subscribe = (conn: NatsConnection, h: (typeof handlers)[number]) => conn.subscribe(h.subject, { queue: h.queue, callback: (_err, msg) => h.onMessage(msg) });
+  const subscribe = (conn: NatsConnection, h: (typeof handlers)[number]) =>
+    conn.subscribe(h.subject, { queue: h.queue, callback: (_err, msg) => h.onMessage(msg) });
   const link = createBusLink(options, (conn) => {
     for (const h of handlers) subscribe(conn, h);
   });
@@ -80,7 +81,9 @@ export function createBus(options: BusOptions) {
         onMessage(msg) {
           const body = decode(schema, msg.data);
           if (body === undefined) return void log.warn('dropped a malformed cluster message', { subject: msg.subject });
-          guarded(msg, () => onBody({ body, node: nodeOfSubject(msg.subject), headers: msg.headers, reply: (answer) => void (msg.reply && msg.respond(encode(answer))) }));
+          guarded(msg, () =>
+            onBody({ body, node: nodeOfSubject(msg.subject), headers: msg.headers, reply: (answer) => void (msg.reply && msg.respond(encode(answer))) }),
+          );
         },
       });
     },

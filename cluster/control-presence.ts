@@ -48,7 +48,10 @@ export function createControlPresence(deps: ControlPresenceDeps) {
 
   const resyncs = deps.metrics.counter('tether_cluster_resyncs_total', 'Nodes asked to resend their presence because it differed from what they had reported.');
   const nodesLost = deps.metrics.counter('tether_cluster_nodes_lost_total', 'Nodes the control node declared gone (silent past the deadline).');
-  const refused = deps.metrics.counter('tether_cluster_refused_total', 'Messages from nodes the control node refused: not about what the node holds, or without proof.');
+  const refused = deps.metrics.counter(
+    'tether_cluster_refused_total',
+    'Messages from nodes the control node refused: not about what the node holds, or without proof.',
+  );
   const nodes = createNodeTable({
     log,
     refused,

@@ -84,7 +84,8 @@ export function createControlStreams(deps: ControlStreamsDeps) {
   function listen(): void {
     bus.onNode(CONTROL_VERBS.agentAuth, agentAuthRequest, ({ node: name, body, reply }) => {
       const key = api.agentKey(body.device_id);
-      const expected = key === undefined ? undefined : body.stream_id !== undefined ? streamProof(key, body.stream_id) : nodeAgentProof(key, name, body.device_id);
+      const expected =
+        key === undefined ? undefined : body.stream_id !== undefined ? streamProof(key, body.stream_id) : nodeAgentProof(key, name, body.device_id);
       reply({ ok: expected !== undefined && proofMatches(expected, body.proof) });
     });
     bus.onNode(CONTROL_VERBS.streamAuth, streamAuthRequest, ({ node: name, body, reply }) => {
@@ -106,14 +107,18 @@ export function createControlStreams(deps: ControlStreamsDeps) {
         log.warn('refused stream.open for a stream this node was not granted', { node: name, session_id: body.session_id });
         return reply({ sent: false });
       }
-      const msg = signed(session.deviceId, {
-        type: 'stream.open',
-        session_id: session.sessionId,
-        stream_id: body.stream_id,
-        protocol: session.protocol,
-        expires_at: session.expiresAt,
-        ...(session.targets && { targets: [...session.targets] }),
-      }, url);
+      const msg = signed(
+        session.deviceId,
+        {
+          type: 'stream.open',
+          session_id: session.sessionId,
+          stream_id: body.stream_id,
+          protocol: session.protocol,
+          expires_at: session.expiresAt,
+          ...(session.targets && { targets: [...session.targets] }),
+        },
+        url,
+      );
       if (!msg) return reply({ sent: false });
       route(session.deviceId, msg).then(
         (sent) => reply({ sent }),

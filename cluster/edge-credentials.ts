@@ -48,7 +48,11 @@ export function createEdgeCredentials(deps: EdgeCredentialsDeps) {
      */
     async authenticateAgent(deviceId: string, credential: AgentCredential): Promise<boolean> {
       if ('streamId' in credential) {
-        const reply = await bus.request(subject(CONTROL_VERBS.agentAuth), { device_id: deviceId, proof: credential.proof, stream_id: credential.streamId }, agentAuthReply);
+        const reply = await bus.request(
+          subject(CONTROL_VERBS.agentAuth),
+          { device_id: deviceId, proof: credential.proof, stream_id: credential.streamId },
+          agentAuthReply,
+        );
         return reply.ok;
       }
       const proof = nodeAgentProof(agentKey(credential.token), nodeName, deviceId);
@@ -73,7 +77,11 @@ export function createEdgeCredentials(deps: EdgeCredentialsDeps) {
       if (cached && cached.until > mono() && fresh(cached.grant)) return { ok: true, grant: cached.grant };
       const reply = await bus.request(
         subject(CONTROL_VERBS.streamAuth),
-        { session_id: sessionId, ...(ticketDigest !== undefined && { ticket_digest: ticketDigest }), ...(bearerDigest !== undefined && { bearer_digest: bearerDigest }) },
+        {
+          session_id: sessionId,
+          ...(ticketDigest !== undefined && { ticket_digest: ticketDigest }),
+          ...(bearerDigest !== undefined && { bearer_digest: bearerDigest }),
+        },
         streamAuthReply,
       );
       if (reply.ok) grants.set(key, { grant: reply.grant, until: mono() + STREAM_AUTH_CACHE_MS });

@@ -65,7 +65,12 @@ export function createEdgePresence(deps: EdgePresenceDeps) {
     pendingOnline = [];
     pendingOffline = [];
     for (let i = 0; i < Math.max(online.length, offline.length); i += PART) {
-      const sent = bus.publish(subject(CONTROL_VERBS.presence), { kind: 'changes', node_id: nodeId, online: online.slice(i, i + PART), offline: offline.slice(i, i + PART) });
+      const sent = bus.publish(subject(CONTROL_VERBS.presence), {
+        kind: 'changes',
+        node_id: nodeId,
+        online: online.slice(i, i + PART),
+        offline: offline.slice(i, i + PART),
+      });
       // Lost on the way: the control node gets the whole picture once it answers again.
       if (!sent) needSnapshot = true;
     }
@@ -73,7 +78,13 @@ export function createEdgePresence(deps: EdgePresenceDeps) {
 
   const queue = () => void (presenceTimer ??= setTimeout(flush, PRESENCE_FLUSH_MS));
 
-  const online = (a: { deviceId: string; generation: number; since: number; agentVersion: string | null; forwardAllow: readonly string[] | null }): AgentOnline => ({
+  const online = (a: {
+    deviceId: string;
+    generation: number;
+    since: number;
+    agentVersion: string | null;
+    forwardAllow: readonly string[] | null;
+  }): AgentOnline => ({
     device_id: a.deviceId,
     generation: a.generation,
     since: a.since,

@@ -55,7 +55,8 @@ export async function writeNatsConfig(options: NatsConfigOptions): Promise<NatsC
       throw new NatsConfigError(`${JSON.stringify(name)} is not a node name: lowercase letters, digits and -, at most 47 characters, not "control"`);
     }
   }
-  if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/.test(options.listen)) throw new NatsConfigError(`--listen ${JSON.stringify(options.listen)}: must be host:port`);
+  if (!/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/.test(options.listen))
+    throw new NatsConfigError(`--listen ${JSON.stringify(options.listen)}: must be host:port`);
   mkdirSync(options.out, { recursive: true, mode: 0o700 });
   const operator = keyIn(options.out, OPERATOR_SEED, createOperator);
   const account = keyIn(options.out, ACCOUNT_SEED, createAccount);

@@ -45,7 +45,11 @@ export function backup(dataDir: string, file: string, force: boolean, print: Pri
   });
 }
 
-const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+const stamp = (ms: number) =>
+  new Date(ms)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
 
 /**
  * Makes the backup `file` the database of `dataDir`. Refused while anything has the current

@@ -18,11 +18,11 @@ const flag = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false'], { error: 
 /** `nats://host:port` (user and password allowed), or several, comma-separated. */
 const natsUrl = (requiredError?: string) =>
   z
-  .string(requiredError === undefined ? undefined : { error: requiredError })
-  .refine(
-    (text) => text.split(',').every((u) => /^(nats|tls):\/\/[^/\s]+$/.test(u.trim()) && URL.canParse(u.trim())),
-    'must be nats://host:port (or tls://), or several of them comma-separated',
-  );
+    .string(requiredError === undefined ? undefined : { error: requiredError })
+    .refine(
+      (text) => text.split(',').every((u) => /^(nats|tls):\/\/[^/\s]+$/.test(u.trim()) && URL.canParse(u.trim())),
+      'must be nats://host:port (or tls://), or several of them comma-separated',
+    );
 
 /** Settings the server and a broker node share. */
 const common = {
@@ -43,9 +43,13 @@ const common = {
     .string()
     .default('')
     .transform((text, ctx) => {
-      const origins = text.split(',').map((o) => o.trim()).filter(Boolean);
+      const origins = text
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean);
       for (const o of origins) {
-        if (!URL.canParse(o) || new URL(o).origin !== o) ctx.addIssue({ code: 'custom', message: `${JSON.stringify(o)} is not an origin (scheme://host[:port], nothing after)` });
+        if (!URL.canParse(o) || new URL(o).origin !== o)
+          ctx.addIssue({ code: 'custom', message: `${JSON.stringify(o)} is not an origin (scheme://host[:port], nothing after)` });
       }
       return origins;
     }),
@@ -66,13 +70,28 @@ const fileSchema = z.strictObject({
   /** Record keystrokes too (they hold passwords typed at prompts). */
   record_input: flag.default(false),
   /** The largest compressed recording of one session; past it the recording is `truncated`. */
-  recording_max_bytes: z.coerce.number().int().min(64 * 1024).max(2 ** 40).default(64 * 1024 * 1024),
+  recording_max_bytes: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .max(2 ** 40)
+    .default(64 * 1024 * 1024),
   /** Recordings older than this many days are deleted; 0 keeps them forever. */
   recording_retention_days: z.coerce.number().int().min(0).max(36_500).default(90),
   /** Every stored recording together, compressed; past it new recordings are kept empty and `truncated`. */
-  recordings_max_total_bytes: z.coerce.number().int().min(64 * 1024).max(2 ** 50).default(10 * 2 ** 30),
+  recordings_max_total_bytes: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .max(2 ** 50)
+    .default(10 * 2 ** 30),
   /** Free space the data dir's filesystem keeps: below it, recordings stop and new ones are refused. 0: no floor. */
-  recordings_min_free_bytes: z.coerce.number().int().min(0).max(2 ** 50).default(2 ** 30),
+  recordings_min_free_bytes: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 50)
+    .default(2 ** 30),
   /** A session with no client connected to its stream this long (s) closes (`idle`). */
   session_idle_seconds: z.coerce.number().int().min(1).max(28_800).default(300),
   /** The cluster bus: set, this server is a cluster's control node (docs/cluster.md). */
@@ -126,7 +145,6 @@ export const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof Server
 export const EDGE_SETTING_NAMES = Object.keys(edgeSchema.shape);
 
 type Owner = 'server' | 'broker';
-
 
 const envName = (key: string) => `${ENV_PREFIX}${key.toUpperCase()}`;
 
@@ -223,7 +241,7 @@ export function loadEdgeConfig(env: NodeJS.ProcessEnv, configFile?: string): Rea
   return Object.freeze({
     ...hostPort(s.listen, 'broker'),
     publicUrl: s.public_url.replace(/\/+$/, ''),
-    ...busSettings(s.nats_url, s.nats_creds, 'broker') as { natsUrl: string; natsCreds: string | undefined },
+    ...(busSettings(s.nats_url, s.nats_creds, 'broker') as { natsUrl: string; natsCreds: string | undefined }),
     log_level: s.log_level,
     heartbeat_ms: s.heartbeat_ms,
     headers_timeout_ms: s.headers_timeout_ms,
@@ -252,5 +270,4 @@ function busSettings(url: string | undefined, creds: string | undefined, owner: 
 const busUrls = (url: string) => url.split(',').map((u) => new URL(u.trim()));
 const busHasPassword = (url: string) => busUrls(url).every((u) => u.username !== '');
 /** Every server of the bus is on this machine's loopback. */
-export const busOnLoopback = (url: string): boolean =>
-  busUrls(url).every((u) => /^(127(\.\d{1,3}){3}|\[::1\]|localhost)$/i.test(u.hostname));
+export const busOnLoopback = (url: string): boolean => busUrls(url).every((u) => /^(127(\.\d{1,3}){3}|\[::1\]|localhost)$/i.test(u.hostname));

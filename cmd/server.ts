@@ -223,7 +223,13 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     const metrics = createMetrics();
     const escaped = metrics.counter('tether_uncaught_errors_total', 'Errors that escaped every handler (a bug: please report it).');
     if (options.guardProcess) unguard = guardProcess(log, (kind) => escaped.inc({ kind }));
-    const { api, relayServer, control } = (parts = wire(store, config, { now, log, metrics, publicUrl: () => config.publicUrl ?? url, joinTimeoutMs: options.joinTimeoutMs }));
+    const { api, relayServer, control } = (parts = wire(store, config, {
+      now,
+      log,
+      metrics,
+      publicUrl: () => config.publicUrl ?? url,
+      joinTimeoutMs: options.joinTimeoutMs,
+    }));
     tokenFile = bootstrapAdmin(store, api.identity, config.data_dir, config.bootstrap_token, now);
     if (tokenFile) print(`created user admin (administrator); its token is in ${tokenFile}`);
     api.start();

@@ -60,8 +60,7 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
 });
 
 /** The variables `owner` reads. */
-export const settingsOf = (owner: SettingOwner): string[] =>
-  Object.keys(KNOWN_SETTINGS).filter((name) => KNOWN_SETTINGS[name]!.includes(owner));
+export const settingsOf = (owner: SettingOwner): string[] => Object.keys(KNOWN_SETTINGS).filter((name) => KNOWN_SETTINGS[name]!.includes(owner));
 
 /** `; did you mean X?` when a known name is close to `name`, else ''. */
 export function didYouMean(name: string, candidates: readonly string[]): string {

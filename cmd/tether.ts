@@ -80,22 +80,24 @@ program
     process.exit(0);
   });
 
-addAgentOptions(program.command('agent').description('run the device agent')).action(
-  async (opts: Record<string, string | undefined>) => {
-    try {
-      const { runAgent } = await import('./run-agent');
-      await runAgent(agentFlagsOf(opts), process.env);
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-    process.exit(0);
-  },
-);
+addAgentOptions(program.command('agent').description('run the device agent')).action(async (opts: Record<string, string | undefined>) => {
+  try {
+    const { runAgent } = await import('./run-agent');
+    await runAgent(agentFlagsOf(opts), process.env);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  process.exit(0);
+});
 
 registerHostCommands(program);
 
 let exitCode = 0;
-registerClientCommands(program, () => createContext(), (code) => (exitCode = code));
+registerClientCommands(
+  program,
+  () => createContext(),
+  (code) => (exitCode = code),
+);
 
 /**
  * Exits once stdout and stderr are flushed: writes to a pipe are asynchronous, and exiting

@@ -8,12 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Logger } from '../shared/log';
-import {
-  AGENT_CLOSE,
-  AGENT_HEADERS,
-  agentToBrokerMessage,
-  type BrokerToAgentMessage,
-} from '../shared/protocol/control-channel';
+import { AGENT_CLOSE, AGENT_HEADERS, agentToBrokerMessage, type BrokerToAgentMessage } from '../shared/protocol/control-channel';
 import { parseTextFrame } from '../shared/protocol/text-frame';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { formatTarget, MAX_PATTERNS, parsePattern } from '../shared/protocol/port-forward/targets';

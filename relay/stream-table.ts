@@ -116,11 +116,14 @@ export function createStreamTable({ log, routing: deps, meter, joinTimeoutMs, no
     const { tokenExpiresAt } = stream.grant;
     if (tokenExpiresAt === undefined) return;
     const left = Date.parse(tokenExpiresAt) - now();
-    stream.tokenTimer = setTimeout(function onTokenExpiry() {
-      if (Date.parse(tokenExpiresAt) > now()) return armTokenExpiry(stream);
-      log.info('closing a stream: its token expired', { session_id: stream.grant.sessionId, stream_id: stream.streamId });
-      end(stream, STREAM_CLOSE.noCredentials, TOKEN_END_TEXT.expired);
-    }, Math.min(Math.max(0, left), MAX_TIMER_MS));
+    stream.tokenTimer = setTimeout(
+      function onTokenExpiry() {
+        if (Date.parse(tokenExpiresAt) > now()) return armTokenExpiry(stream);
+        log.info('closing a stream: its token expired', { session_id: stream.grant.sessionId, stream_id: stream.streamId });
+        end(stream, STREAM_CLOSE.noCredentials, TOKEN_END_TEXT.expired);
+      },
+      Math.min(Math.max(0, left), MAX_TIMER_MS),
+    );
   }
 
   /** The stream's recording, if it is recorded; a recorder that fails never takes the stream down. */

@@ -48,7 +48,13 @@ export function createStreams(deps: StreamDeps) {
   const table = createStreamTable({ log, routing: deps, meter, joinTimeoutMs: deps.joinTimeoutMs ?? DEVICE_JOIN_TIMEOUT_MS, now: deps.now ?? Date.now });
 
   /** Completes an upgrade on a stream path, for the frame-forwarding splice; undefined when refused. */
-  function accept(req: IncomingMessage, socket: Duplex, head: Buffer, onSocketError: (err: Error) => void, chooseProtocol?: (offered: string[]) => string | undefined): Hop | undefined {
+  function accept(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    onSocketError: (err: Error) => void,
+    chooseProtocol?: (offered: string[]) => string | undefined,
+  ): Hop | undefined {
     const hop = acceptHop(req, socket, head, { maxPayload: STREAM_MAX_PAYLOAD, onSocketError, chooseProtocol });
     if (!hop) return undefined;
     hops.add(hop);

@@ -24,8 +24,7 @@ export type CastEvent = [time: number, code: CastCode, data: string];
 export const castHeaderLine = (header: CastHeader): string => `${JSON.stringify(header)}\n`;
 
 /** One event line, newline included; times to the microsecond. */
-export const castEventLine = (seconds: number, code: CastCode, data: string): string =>
-  `${JSON.stringify([Math.round(seconds * 1e6) / 1e6, code, data])}\n`;
+export const castEventLine = (seconds: number, code: CastCode, data: string): string => `${JSON.stringify([Math.round(seconds * 1e6) / 1e6, code, data])}\n`;
 
 /** An event line read back, or undefined when the line is not one (the header, garbage). */
 export function parseCastEvent(line: string): CastEvent | undefined {

@@ -85,8 +85,7 @@ function textValue(value: unknown): string {
   return escapeControls(String(value));
 }
 
-const escapeControls = (text: string): string =>
-  text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const escapeControls = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** A logger that drops everything, for library use where the caller passed none. */
 export const silentLogger: Logger = createLogger({ level: 'error', write: () => {} });

@@ -28,10 +28,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /** One problem per issue, and one per unknown key (`unknownKey` says what to call it). */
-export function problemsOf(
-  issues: readonly z.core.$ZodIssue[],
-  options: { prefix?: readonly PropertyKey[]; unknownKey?: string } = {},
-): Problem[] {
+export function problemsOf(issues: readonly z.core.$ZodIssue[], options: { prefix?: readonly PropertyKey[]; unknownKey?: string } = {}): Problem[] {
   const { prefix = [], unknownKey = 'unknown field' } = options;
   const problems: Problem[] = [];
   for (const issue of issues) {
@@ -46,5 +43,4 @@ export function problemsOf(
 }
 
 /** `path: message` per problem, joined by `separator`. */
-export const describeProblems = (problems: readonly Problem[], separator = '; '): string =>
-  problems.map((p) => `${p.path}: ${p.message}`).join(separator);
+export const describeProblems = (problems: readonly Problem[], separator = '; '): string => problems.map((p) => `${p.path}: ${p.message}`).join(separator);

@@ -16,7 +16,19 @@ it('the quick benchmark measures every section', async () => {
   const report = JSON.parse(readFileSync(out, 'utf8'));
   expect(report.quick).toBe(true);
   const sections = new Set(report.results.map((r: { section: string }) => r.section));
-  expect([...sections].sort()).toEqual(['agents', 'api', 'cluster', 'console', 'echo', 'forward', 'memory', 'recording', 'startup', 'time to shell', 'transfer']);
+  expect([...sections].sort()).toEqual([
+    'agents',
+    'api',
+    'cluster',
+    'console',
+    'echo',
+    'forward',
+    'memory',
+    'recording',
+    'startup',
+    'time to shell',
+    'transfer',
+  ]);
   for (const r of report.results) {
     if (r.value === 'skipped') continue;
     expect(typeof r.value, r.name).toBe('number');

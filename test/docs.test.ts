@@ -93,19 +93,23 @@ describe('docs/session-streams.md and docs/control-channel.md', () => {
 describe('docs/cli.md', () => {
   it('lists every command of the client', () => {
     const program = new Command('tether');
-    registerClientCommands(program, () => {
-      throw new Error('not run');
-    }, () => {});
-    const names = program.commands.flatMap((c) =>
-      c.commands.length > 0 ? c.commands.map((sub) => `${c.name()} ${sub.name()}`) : [c.name()],
+    registerClientCommands(
+      program,
+      () => {
+        throw new Error('not run');
+      },
+      () => {},
     );
+    const names = program.commands.flatMap((c) => (c.commands.length > 0 ? c.commands.map((sub) => `${c.name()} ${sub.name()}`) : [c.name()]));
     const documented = firstColumn(doc('cli.md'), '## Commands').map((cmd) => cmd.replace(/^tether /, ''));
     for (const name of [...names, 'server', 'agent', 'broker']) {
-      expect(documented.some((d) => d === name || d.startsWith(`${name} `)), name).toBe(true);
+      expect(
+        documented.some((d) => d === name || d.startsWith(`${name} `)),
+        name,
+      ).toBe(true);
     }
   });
 });
-
 
 /** The rows of the markdown table under `heading`, each as its cells (backticks kept). */
 function tableRows(page: string, heading: string): string[][] {
@@ -116,7 +120,12 @@ function tableRows(page: string, heading: string): string[][] {
   for (const line of text.slice(start + heading.length + 2).split('\n')) {
     if (line.startsWith('#')) break;
     if (!line.startsWith('|') || /^\|[-| ]+\|$/.test(line)) continue;
-    rows.push(line.slice(1, -1).split(' | ').map((cell) => cell.trim()));
+    rows.push(
+      line
+        .slice(1, -1)
+        .split(' | ')
+        .map((cell) => cell.trim()),
+    );
   }
   return rows.slice(1); // the header
 }
@@ -149,13 +158,27 @@ describe('docs/cluster.md', () => {
     for (const row of subjects) {
       const subject = subjectOf(row).replace('<node>', 'edge-a');
       const direction = row[2]!;
-      const [sender, receiver] = direction.startsWith('node → control') ? [edge, control] : direction.startsWith('control → ') ? [control, edge] : [undefined, undefined];
+      const [sender, receiver] = direction.startsWith('node → control')
+        ? [edge, control]
+        : direction.startsWith('control → ')
+          ? [control, edge]
+          : [undefined, undefined];
       expect(sender, `${subject}: "${direction}" names no known direction`).toBeDefined();
-      expect(sender!.pub.some((p) => covers(p, subject)), `${direction} may publish ${subject}`).toBe(true);
-      expect(receiver!.sub.some((p) => covers(p, subject)), `${direction}: the receiver may read ${subject}`).toBe(true);
+      expect(
+        sender!.pub.some((p) => covers(p, subject)),
+        `${direction} may publish ${subject}`,
+      ).toBe(true);
+      expect(
+        receiver!.sub.some((p) => covers(p, subject)),
+        `${direction}: the receiver may read ${subject}`,
+      ).toBe(true);
       // A node speaks only for itself: another edge may not publish it, nor read a command for this one.
       const other = natsPermissions('edge-b');
-      if (sender === edge) expect(other.pub.some((p) => covers(p, subject)), `edge-b publishing ${subject}`).toBe(false);
+      if (sender === edge)
+        expect(
+          other.pub.some((p) => covers(p, subject)),
+          `edge-b publishing ${subject}`,
+        ).toBe(false);
       if (subject === nodeSubject('edge-a')) expect(other.sub.some((p) => covers(p, subject))).toBe(false);
     }
   });
@@ -194,7 +217,9 @@ describe('docs/cluster.md', () => {
 
   it("names only real settings, and an edge's settings are the ones it needs", () => {
     const named = new Set([...text.matchAll(/`?(TETHER_[A-Z_]+)/g)].map((m) => m[1]!));
-    const agentEnv = new Set([...JSON.stringify(addAgentOptions(new Command('agent')).options.map((o) => o.description)).matchAll(/env (TETHER_[A-Z_]+)/g)].map((m) => m[1]!));
+    const agentEnv = new Set(
+      [...JSON.stringify(addAgentOptions(new Command('agent')).options.map((o) => o.description)).matchAll(/env (TETHER_[A-Z_]+)/g)].map((m) => m[1]!),
+    );
     const settings = new Set([...SETTING_NAMES, ...EDGE_SETTING_NAMES].map((n) => `TETHER_${n.toUpperCase()}`));
     expect([...named].filter((n) => !settings.has(n) && !agentEnv.has(n))).toEqual([]);
     // The edge row of the table of nodes: what `tether broker` cannot start without.
@@ -254,7 +279,15 @@ describe('docs/cluster.md', () => {
     });
     const controlBroker = brokerOf(controlMetrics);
     const edgeMetrics = createMetrics();
-    createEdge({ bus: bus('edge-a'), nodeName: 'edge-a', nodeId: 'edge-a-abcdefgh', publicUrl: 'http://127.0.0.1:8081', heartbeatMs: 20_000, log: silentLogger, metrics: edgeMetrics });
+    createEdge({
+      bus: bus('edge-a'),
+      nodeName: 'edge-a',
+      nodeId: 'edge-a-abcdefgh',
+      publicUrl: 'http://127.0.0.1:8081',
+      heartbeatMs: 20_000,
+      log: silentLogger,
+      metrics: edgeMetrics,
+    });
     const edgeBroker = brokerOf(edgeMetrics);
     try {
       const onControl = registered(controlMetrics);

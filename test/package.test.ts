@@ -19,7 +19,16 @@ describe('the package', () => {
     expect(pkg.bin).toEqual({ tether: 'dist/tether.cjs' });
     const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
     const files = (JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path);
-    for (const needed of ['dist/tether.cjs', 'dist/tether-main.cjs', 'dist/tether-agent.js', 'dist/package.json', 'deploy/tether-server.service', 'deploy/tether-agent.service', 'docs/http-api.md', 'README.md']) {
+    for (const needed of [
+      'dist/tether.cjs',
+      'dist/tether-main.cjs',
+      'dist/tether-agent.js',
+      'dist/package.json',
+      'deploy/tether-server.service',
+      'deploy/tether-agent.service',
+      'docs/http-api.md',
+      'README.md',
+    ]) {
       expect(files).toContain(needed);
     }
     // nothing of the development tree: sources, tests, benchmarks, maps

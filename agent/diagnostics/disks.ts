@@ -4,9 +4,28 @@ import type { DiskMount, DiskUsage } from '../../shared/protocol/diagnostics';
 
 // Kernel and virtual filesystems that say nothing about storage.
 const PSEUDO = new Set([
-  'proc', 'sysfs', 'devpts', 'cgroup', 'cgroup2', 'securityfs', 'debugfs', 'tracefs', 'pstore', 'bpf',
-  'mqueue', 'hugetlbfs', 'configfs', 'fusectl', 'autofs', 'binfmt_misc', 'rpc_pipefs', 'nsfs', 'efivarfs',
-  'selinuxfs', 'devtmpfs', 'ramfs',
+  'proc',
+  'sysfs',
+  'devpts',
+  'cgroup',
+  'cgroup2',
+  'securityfs',
+  'debugfs',
+  'tracefs',
+  'pstore',
+  'bpf',
+  'mqueue',
+  'hugetlbfs',
+  'configfs',
+  'fusectl',
+  'autofs',
+  'binfmt_misc',
+  'rpc_pipefs',
+  'nsfs',
+  'efivarfs',
+  'selinuxfs',
+  'devtmpfs',
+  'ramfs',
 ]);
 
 const unescapeMount = (s: string) => s.replace(/\\(\d{3})/g, (_m, oct: string) => String.fromCharCode(parseInt(oct, 8)));

@@ -95,7 +95,7 @@ const MAX_LINK_HOPS = 40;
 async function whereItLeads(path: string): Promise<{ real: string; exists: boolean }> {
   const missing: string[] = [];
   let at = path;
-  for (let hops = 0; hops <= MAX_LINK_HOPS; ) {
+  for (let hops = 0; hops <= MAX_LINK_HOPS;) {
     try {
       const real = await realpath(at);
       return { real: join(real, ...missing), exists: missing.length === 0 };

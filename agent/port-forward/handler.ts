@@ -97,9 +97,7 @@ export const startPortForward: HandlerFactory = (stream, ctx): Handler => {
       socket.on('error', () => {}); // the mux sees the close that follows
       if (stopped) return void socket.destroy();
       if (config.forwardIdleTimeoutS > 0) {
-        socket.setTimeout(config.forwardIdleTimeoutS * 1000, () =>
-          mux.reset(id, 'idle', `no data either way for ${config.forwardIdleTimeoutS} s`),
-        );
+        socket.setTimeout(config.forwardIdleTimeoutS * 1000, () => mux.reset(id, 'idle', `no data either way for ${config.forwardIdleTimeoutS} s`));
       }
       mux.accept(id, target, socket);
     });

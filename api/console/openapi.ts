@@ -2,7 +2,16 @@
 import type { OperationSpec } from '../openapi/operation';
 
 const text = { type: 'string' };
-const ASSET_TYPES = ['application/javascript', 'text/css', 'image/svg+xml', 'image/png', 'image/x-icon', 'font/woff2', 'application/json', 'application/octet-stream'];
+const ASSET_TYPES = [
+  'application/javascript',
+  'text/css',
+  'image/svg+xml',
+  'image/png',
+  'image/x-icon',
+  'font/woff2',
+  'application/json',
+  'application/octet-stream',
+];
 const CONSOLE_HEADERS = ['Content-Security-Policy', 'Cache-Control'] as const;
 
 export const consoleOperations: OperationSpec[] = [

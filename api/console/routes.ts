@@ -87,7 +87,13 @@ export function consoleRoutes(dir: string | undefined, wsBase?: () => string): R
   router.get('/assets/:file', async function consoleAsset(ctx) {
     const name = ctx.params.file!;
     // Built names only (`app-3F2A1C.js`): nothing that could leave the directory.
-    if (dir && /^[A-Za-z0-9._-]+$/.test(name) && !name.startsWith('.') && (await sendFile(ctx, join(dir, 'assets', name), 'public, max-age=31536000, immutable', streamOrigin()))) return;
+    if (
+      dir &&
+      /^[A-Za-z0-9._-]+$/.test(name) &&
+      !name.startsWith('.') &&
+      (await sendFile(ctx, join(dir, 'assets', name), 'public, max-age=31536000, immutable', streamOrigin()))
+    )
+      return;
     ctx.status = 404;
     ctx.type = 'text/plain; charset=utf-8';
     ctx.body = 'not found\n';

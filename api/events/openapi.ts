@@ -17,7 +17,9 @@ export const eventOperations: OperationSpec[] = [
       '`ticket` from POST /v1/events/tickets (for EventSource, which cannot send headers).',
     auth: 'events',
     query: streamQuery,
-    responses: { 200: { description: 'the stream, until the client or the token goes', media: { 'text/event-stream': { type: 'string' } }, headers: ['Cache-Control'] } },
+    responses: {
+      200: { description: 'the stream, until the client or the token goes', media: { 'text/event-stream': { type: 'string' } }, headers: ['Cache-Control'] },
+    },
     errors: { 400: 'an unknown query parameter', 401: 'no valid token, or the ticket was used or expired', 403: 'role or scope missing' },
   },
   {

@@ -99,9 +99,7 @@ export function createFleet(store: Store, now: () => number) {
 
     registerVehicle(tenant: string, input: { vin: string; vehicle_id?: string | undefined; device_id?: string | undefined }): FleetVehicle {
       if (input.device_id !== undefined && !store.devices.get(input.device_id)) {
-        throw new ApiError('VALIDATION_ERROR', `no device ${input.device_id} is registered`, [
-          { path: 'device_id', message: 'must name a registered device' },
-        ]);
+        throw new ApiError('VALIDATION_ERROR', `no device ${input.device_id} is registered`, [{ path: 'device_id', message: 'must name a registered device' }]);
       }
       const row = {
         tenant_id: tenant,

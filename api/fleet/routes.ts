@@ -33,9 +33,7 @@ function tenantOf(ctx: Context, scope: Scope): string {
   const tenant = ctx.get('x-tenant-id');
   if (!tenant) throw new ApiError('MISSING_TENANT_ID', 'the X-Tenant-ID header is required');
   if (!TENANT_PATTERN.test(tenant)) {
-    throw new ApiError('VALIDATION_ERROR', 'X-Tenant-ID must be 1-64 characters of [A-Za-z0-9._-]', [
-      { path: 'X-Tenant-ID', message: 'invalid tenant id' },
-    ]);
+    throw new ApiError('VALIDATION_ERROR', 'X-Tenant-ID must be 1-64 characters of [A-Za-z0-9._-]', [{ path: 'X-Tenant-ID', message: 'invalid tenant id' }]);
   }
   const p = principalOf(ctx);
   if (!p.tenants.includes('*') && !p.tenants.includes(tenant)) {

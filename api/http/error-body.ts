@@ -6,14 +6,7 @@
  * is decided there too. A fleet interface's own code on another path is a bug: it is answered as
  * a 500 (the caller logs it).
  */
-import {
-  dialectOf,
-  FLEET_CODE_OF,
-  FLEET_ERRORS,
-  isFleetCode,
-  type ErrorBody,
-  type FleetErrorBody,
-} from '../../shared/api/errors';
+import { dialectOf, FLEET_CODE_OF, FLEET_ERRORS, isFleetCode, type ErrorBody, type FleetErrorBody } from '../../shared/api/errors';
 import { ApiError } from '../errors';
 
 /** The 500 of an unexpected error: its message names the request id, nothing else. */

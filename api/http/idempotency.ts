@@ -65,7 +65,10 @@ export function createIdempotency(store: Store, now: () => number): IdempotencyG
   return async function idempotencyMiddleware(ctx, next) {
     const key = ctx.get('idempotency-key');
     if (key === '') return next();
-    if (!KEY.test(key)) throw badRequest('invalid Idempotency-Key header: 1 to 255 visible ASCII characters', [{ path: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }]);
+    if (!KEY.test(key))
+      throw badRequest('invalid Idempotency-Key header: 1 to 255 visible ASCII characters', [
+        { path: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' },
+      ]);
     const at = now();
     if (at - lastSweep > SWEEP_EVERY_MS) {
       lastSweep = at;
@@ -80,7 +83,9 @@ export function createIdempotency(store: Store, now: () => number): IdempotencyG
       case 'reused':
         throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was used for another request in the last 24 hours; use a new key for a new request');
       case 'in_progress':
-        throw new ApiError('conflict', 'a request with this Idempotency-Key is still being handled; retry once it has finished', undefined, { 'Retry-After': '1' });
+        throw new ApiError('conflict', 'a request with this Idempotency-Key is still being handled; retry once it has finished', undefined, {
+          'Retry-After': '1',
+        });
       case 'replay':
         if (!stillHolds(principal.role, claim.response.role)) {
           throw forbidden(
@@ -109,7 +114,8 @@ export function createIdempotency(store: Store, now: () => number): IdempotencyG
   };
 }
 
-const isJson = (body: unknown) => body !== null && typeof body === 'object' && !Buffer.isBuffer(body) && typeof (body as { pipe?: unknown }).pipe !== 'function';
+const isJson = (body: unknown) =>
+  body !== null && typeof body === 'object' && !Buffer.isBuffer(body) && typeof (body as { pipe?: unknown }).pipe !== 'function';
 
 function replay(ctx: Context, response: StoredResponse): void {
   ctx.status = response.status;

@@ -84,12 +84,9 @@ export function rateLimit(limiter: RateLimiter, perMinute: number): Middleware {
   return async function rateLimitMiddleware(ctx, next) {
     const wait = limiter.take(principalOf(ctx).username);
     if (wait > 0) {
-      throw new ApiError(
-        'rate_limited',
-        `rate limit of ${perMinute} requests per minute exceeded; retry in ${wait} s`,
-        undefined,
-        { 'Retry-After': String(wait) },
-      );
+      throw new ApiError('rate_limited', `rate limit of ${perMinute} requests per minute exceeded; retry in ${wait} s`, undefined, {
+        'Retry-After': String(wait),
+      });
     }
     await next();
   };

@@ -9,8 +9,7 @@ import { describeProblems, problemsOf } from '../../shared/zod-issues';
 import { readJsonBody } from './body';
 
 /** One detail per problem; unknown keys get one detail each, at their own path. */
-export const issuesToDetails = (issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[] = []): ErrorDetail[] =>
-  problemsOf(issues, { prefix });
+export const issuesToDetails = (issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[] = []): ErrorDetail[] => problemsOf(issues, { prefix });
 
 /** Parses `value` or throws 400 with every problem listed. */
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {

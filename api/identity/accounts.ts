@@ -105,12 +105,7 @@ export function createAccounts(store: Store, now: () => number, effects: Account
      * password is checked through `checkCurrent`, which runs `verify` under the failed-login
      * limit (or refuses with 429 without running it).
      */
-    async changePassword(
-      caller: Principal,
-      username: string,
-      change: PasswordChange,
-      checkCurrent: (verify: () => Promise<boolean>) => Promise<boolean>,
-    ) {
+    async changePassword(caller: Principal, username: string, change: PasswordChange, checkCurrent: (verify: () => Promise<boolean>) => Promise<boolean>) {
       const resets = isAdministrator(caller) && hasScope(caller, 'identity:write');
       if (!resets && username !== caller.username) {
         requireAccess(caller, 'identity:write', 'administrator', "changing another user's password");

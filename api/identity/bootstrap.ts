@@ -14,13 +14,7 @@ export const ADMIN_USERNAME = 'admin';
 export const ADMIN_TOKEN_FILE = 'admin.token';
 
 /** Creates the administrator if there are no users; returns the token file's path if it did. */
-export function bootstrapAdmin(
-  store: Store,
-  identity: Identity,
-  dataDir: string,
-  bootstrapToken: string | undefined,
-  now: () => number,
-): string | undefined {
+export function bootstrapAdmin(store: Store, identity: Identity, dataDir: string, bootstrapToken: string | undefined, now: () => number): string | undefined {
   if (store.users.count() > 0) return undefined;
   const token = bootstrapToken ?? newSecret(USER_TOKEN_PREFIX);
   const tokenFile = join(dataDir, ADMIN_TOKEN_FILE);

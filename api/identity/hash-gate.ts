@@ -31,12 +31,9 @@ export function createHashGate(slots: number, queue: number): HashGate {
       if (running < slots) running++;
       else if (waiting.length < queue) await new Promise<void>((resolve) => waiting.push(resolve));
       else {
-        throw new ApiError(
-          'rate_limited',
-          `the server is checking as many passwords as it can; retry in ${RETRY_AFTER_S} s`,
-          undefined,
-          { 'Retry-After': String(RETRY_AFTER_S) },
-        );
+        throw new ApiError('rate_limited', `the server is checking as many passwords as it can; retry in ${RETRY_AFTER_S} s`, undefined, {
+          'Retry-After': String(RETRY_AFTER_S),
+        });
       }
       try {
         return await work();

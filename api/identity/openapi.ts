@@ -82,7 +82,12 @@ export const identityOperations: OperationSpec[] = [
     params: username,
     body: { schema: userChangeBody },
     responses: { 200: { description: 'the user', json: userBody } },
-    errors: { 400: 'malformed body', 403: 'role or scope missing', 404: 'no such user', 409: 'no enabled administrator would be left, or you disable yourself' },
+    errors: {
+      400: 'malformed body',
+      403: 'role or scope missing',
+      404: 'no such user',
+      409: 'no enabled administrator would be left, or you disable yourself',
+    },
   },
   {
     method: 'delete',

@@ -43,8 +43,7 @@ let dummy: Promise<string> | undefined;
  * True when `password` matches `stored`; with no stored hash it still spends the same time. 429
  * when the server is checking too many passwords already.
  */
-export const verifyPassword = (password: string, stored: string | null | undefined): Promise<boolean> =>
-  gate.run(() => verifyNow(password, stored));
+export const verifyPassword = (password: string, stored: string | null | undefined): Promise<boolean> => gate.run(() => verifyNow(password, stored));
 
 async function verifyNow(password: string, stored: string | null | undefined): Promise<boolean> {
   // Within the caller's slot: through the gate it could wait for a slot its caller holds.

@@ -46,12 +46,9 @@ export const LOGIN_FAILURES_PER_MINUTE = 10;
 async function limitedAttempt<T>(failures: RateLimiter, username: string, attempt: (wrong: () => void) => Promise<T>): Promise<T> {
   const { wait, release } = failures.reserve(username);
   if (wait > 0) {
-    throw new ApiError(
-      'rate_limited',
-      `too many failed logins for this user: ${LOGIN_FAILURES_PER_MINUTE} per minute; retry in ${wait} s`,
-      undefined,
-      { 'Retry-After': String(wait) },
-    );
+    throw new ApiError('rate_limited', `too many failed logins for this user: ${LOGIN_FAILURES_PER_MINUTE} per minute; retry in ${wait} s`, undefined, {
+      'Retry-After': String(wait),
+    });
   }
   let failed = false;
   try {
@@ -140,7 +137,12 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
   router.get('/v1/tokens', function listTokens(ctx) {
     const q = parseQuery(ctx, tokenListQuery);
     const { items, total } = accounts.listTokens(principalOf(ctx), { ...q, limit: q.per_page, offset: offsetOf(q) });
-    okList<Token>(ctx, items.map((t) => ({ ...t, scopes: scopesOf(t.scopes) })), q, total);
+    okList<Token>(
+      ctx,
+      items.map((t) => ({ ...t, scopes: scopesOf(t.scopes) })),
+      q,
+      total,
+    );
   });
 
   router.post('/v1/tokens', accessFirst('identity:write', 'administrator', 'issuing tokens'), idempotent, async function issueToken(ctx) {

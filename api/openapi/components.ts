@@ -121,7 +121,10 @@ export const SHARED_COMPONENTS = {
     'Retry-After': { required: true, description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^\\d+$' } },
     'Retry-After-Optional': { description: 'Seconds to wait before retrying, when waiting helps.', schema: { type: 'string', pattern: '^\\d+$' } },
     ETag: { description: 'The resource’s current entity tag, for If-Match.', schema: ETAG },
-    'Idempotent-Replayed': { description: '`true` when this is the kept response of an earlier request with the same Idempotency-Key.', schema: { const: 'true' } },
+    'Idempotent-Replayed': {
+      description: '`true` when this is the kept response of an earlier request with the same Idempotency-Key.',
+      schema: { const: 'true' },
+    },
     'Content-Disposition': { description: 'An attachment and its file name.', schema: { type: 'string' } },
     'Cache-Control': { description: 'How long the response may be kept.', schema: { type: 'string' } },
     'Content-Security-Policy': { description: 'The console’s strict policy: scripts only from this origin, no framing.', schema: { type: 'string' } },

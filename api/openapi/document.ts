@@ -114,7 +114,13 @@ function parametersOf(op: OperationSpec): JsonSchema[] {
   if (op.tenant) params.push({ $ref: '#/components/parameters/X-Tenant-ID' });
   if (op.idempotent) params.push({ $ref: '#/components/parameters/Idempotency-Key' });
   if (op.ifMatch) {
-    params.push({ name: 'If-Match', in: 'header', required: false, description: `Write only if this is still the current ETag: ${op.ifMatch}.`, schema: { type: 'string' } });
+    params.push({
+      name: 'If-Match',
+      in: 'header',
+      required: false,
+      description: `Write only if this is still the current ETag: ${op.ifMatch}.`,
+      schema: { type: 'string' },
+    });
   }
   return params;
 }
@@ -149,9 +155,7 @@ function operationObject(op: OperationSpec): OperationObject {
       requestBody: {
         required: op.body.required ?? true,
         ...(op.body.description && { description: op.body.description }),
-        content: Object.fromEntries(
-          (op.body.mediaTypes ?? ['application/json']).map((type) => [type, { schema: jsonSchemaOf(op.body!.schema, 'input') }]),
-        ),
+        content: Object.fromEntries((op.body.mediaTypes ?? ['application/json']).map((type) => [type, { schema: jsonSchemaOf(op.body!.schema, 'input') }])),
       },
     }),
     responses,
@@ -173,9 +177,7 @@ export function buildOpenApiDocument(operations: readonly OperationSpec[]): Open
   const responses = errorResponses();
   // Converted last: every schema an operation names is registered by now.
   const converted = z.toJSONSchema(models, { target: 'draft-2020-12', uri: (id) => `#/components/schemas/${id}` }).schemas;
-  const schemas = Object.fromEntries(
-    Object.entries(converted).map(([id, { $schema: _dialect, $id: _id, ...schema }]) => [id, schema as JsonSchema]),
-  );
+  const schemas = Object.fromEntries(Object.entries(converted).map(([id, { $schema: _dialect, $id: _id, ...schema }]) => [id, schema as JsonSchema]));
   return {
     openapi: '3.1.0',
     info: { title: 'tether API', version: TETHER_VERSION, description: DESCRIPTION },

@@ -7,13 +7,10 @@ import { z } from 'zod';
 import { listMeta, named, timestamp } from '../../shared/api/common';
 
 /** `{status, data}` with `status` the HTTP status. */
-export const okBody = (id: string, data: z.ZodType, status = 200) =>
-  named(id, z.strictObject({ status: z.literal(status), data }));
+export const okBody = (id: string, data: z.ZodType, status = 200) => named(id, z.strictObject({ status: z.literal(status), data }));
 
 /** A page of a list: `{status: 200, data: [item], meta}`. */
-export const listBody = (id: string, item: z.ZodType) =>
-  named(id, z.strictObject({ status: z.literal(200), data: z.array(item), meta: listMeta }));
+export const listBody = (id: string, item: z.ZodType) => named(id, z.strictObject({ status: z.literal(200), data: z.array(item), meta: listMeta }));
 
 /** The fleet interface's success envelope. */
-export const fleetBody = (id: string, data: z.ZodType) =>
-  named(id, z.strictObject({ status: z.literal('success'), data, timestamp, request_id: z.string() }));
+export const fleetBody = (id: string, data: z.ZodType) => named(id, z.strictObject({ status: z.literal('success'), data, timestamp, request_id: z.string() }));

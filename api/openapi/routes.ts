@@ -10,7 +10,11 @@ import type { OperationSpec } from './operation';
 
 const openApiDocument = named(
   'OpenApiDocument',
-  z.looseObject({ openapi: z.string().regex(/^3\.1\.\d+$/), info: z.looseObject({ title: z.string(), version: z.string() }), paths: z.record(z.string(), z.unknown()) }),
+  z.looseObject({
+    openapi: z.string().regex(/^3\.1\.\d+$/),
+    info: z.looseObject({ title: z.string(), version: z.string() }),
+    paths: z.record(z.string(), z.unknown()),
+  }),
 );
 
 export const openApiOperations: OperationSpec[] = [

@@ -47,7 +47,10 @@ export async function repairCast(path: string): Promise<RepairedCast> {
   // A gzip member cut short ends the input early; what came before it is kept.
   const lenient = new Transform({ transform: (c, _e, done) => done(null, c) });
   gunzip.on('error', () => lenient.end());
-  createReadStream(path).on('error', () => lenient.end()).pipe(gunzip).pipe(lenient);
+  createReadStream(path)
+    .on('error', () => lenient.end())
+    .pipe(gunzip)
+    .pipe(lenient);
   await pipeline(lenient, lines, createGzip(), createWriteStream(temp, { mode: 0o600 }));
   await rename(temp, path);
   const stored = (await stat(path)).size;

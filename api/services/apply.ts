@@ -51,8 +51,7 @@ export function createApply(records: ServiceRecords, log: Logger) {
       : {
           ...base,
           current_revision: revision,
-          previous_revision:
-            existing && existing.current_revision !== revision ? existing.current_revision : (existing?.previous_revision ?? null),
+          previous_revision: existing && existing.current_revision !== revision ? existing.current_revision : (existing?.previous_revision ?? null),
           canary_revision: null,
           canary_weight: null,
         };

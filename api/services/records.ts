@@ -36,9 +36,7 @@ export function createServiceRecords({ store, runtime, now }: ServiceRecordsDeps
 
   /** The current revision's image, read along with the row unless the row has moved on since. */
   function imageOf(row: ServiceRow & Partial<CurrentImage>): string {
-    return row.current_image_of === row.current_revision && row.current_image
-      ? row.current_image
-      : revisionRow(row, row.current_revision).image;
+    return row.current_image_of === row.current_revision && row.current_image ? row.current_image : revisionRow(row, row.current_revision).image;
   }
 
   /** What the runtime should be running for a service row. */

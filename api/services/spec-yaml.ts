@@ -9,20 +9,7 @@
  * duplicate keys are found here in one pass (the library's own check is quadratic: a 700 KiB
  * mapping of 80,000 keys held the event loop for over two minutes).
  */
-import {
-  isAlias,
-  isMap,
-  isNode,
-  isPair,
-  isScalar,
-  isSeq,
-  Lexer,
-  LineCounter,
-  parseDocument,
-  Parser,
-  type Document,
-  type Node,
-} from 'yaml';
+import { isAlias, isMap, isNode, isPair, isScalar, isSeq, Lexer, LineCounter, parseDocument, Parser, type Document, type Node } from 'yaml';
 import type { ErrorDetail } from '../errors';
 import { formatPath } from '../../shared/zod-issues';
 
@@ -169,9 +156,7 @@ function syntaxMessage(message: string): string {
 }
 
 /** The YAML as plain values, and the line of each path in it; or every problem that stops it. */
-export type YamlResult =
-  | { ok: true; value: unknown; lineOf(path: readonly PropertyKey[]): number | undefined }
-  | { ok: false; details: ErrorDetail[] };
+export type YamlResult = { ok: true; value: unknown; lineOf(path: readonly PropertyKey[]): number | undefined } | { ok: false; details: ErrorDetail[] };
 
 /** Parses a spec's YAML into plain values, refusing what the library could choke on. */
 export function readYaml(text: string): YamlResult {

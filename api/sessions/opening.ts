@@ -108,12 +108,9 @@ export function createOpener({ store, relay, log, now, idleSeconds }: OpenerDeps
     const device = store.devices.get(req.device_id);
     if (!device) throw notFound(`no device ${req.device_id}`);
     if (relay.available?.() === false) {
-      throw new ApiError(
-        'unavailable',
-        'the cluster bus (NATS) is unreachable, so no device can be reached now; retry once it is back',
-        undefined,
-        { 'Retry-After': '5' },
-      );
+      throw new ApiError('unavailable', 'the cluster bus (NATS) is unreachable, so no device can be reached now; retry once it is back', undefined, {
+        'Retry-After': '5',
+      });
     }
     if (device.agent_status !== 'online') {
       throw new ApiError(

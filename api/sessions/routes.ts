@@ -4,14 +4,7 @@
  */
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
-import {
-  openSessionBody,
-  sessionAuditQuery,
-  sessionListQuery,
-  type AuditEvent,
-  type Recording,
-  type Session,
-} from '../../shared/api/sessions';
+import { openSessionBody, sessionAuditQuery, sessionListQuery, type AuditEvent, type Recording, type Session } from '../../shared/api/sessions';
 import type { Ticketer } from '../../shared/auth/tickets';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
@@ -51,11 +44,19 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
    */
   function view(row: SessionRow, p: Principal): Session {
     const { session_id, device_id, protocol, status, ttl_seconds, opened_by, opened_at, expires_at } = row;
-    const websocket_url = status === 'open' && mayJoin(p, row)
-      ? `${wsBase()}/v1/remote-access/sessions/${session_id}/stream?ticket=${ticketer.issue(session_id, p.token_id)}`
-      : undefined;
+    const websocket_url =
+      status === 'open' && mayJoin(p, row)
+        ? `${wsBase()}/v1/remote-access/sessions/${session_id}/stream?ticket=${ticketer.issue(session_id, p.token_id)}`
+        : undefined;
     return {
-      session_id, device_id, protocol, status, ttl_seconds, opened_by, opened_at, expires_at,
+      session_id,
+      device_id,
+      protocol,
+      status,
+      ttl_seconds,
+      opened_by,
+      opened_at,
+      expires_at,
       closed_at: row.closed_at,
       close_reason: row.close_reason,
       websocket_url,
@@ -71,7 +72,12 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
     const q = parseQuery(ctx, sessionListQuery);
     const p = principalOf(ctx);
     const { items, total } = sessions.list(p, { ...q, limit: q.per_page, offset: offsetOf(q) });
-    okList<Session>(ctx, items.map((s) => view(s, p)), q, total);
+    okList<Session>(
+      ctx,
+      items.map((s) => view(s, p)),
+      q,
+      total,
+    );
   });
 
   router.post(
@@ -95,19 +101,20 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
     ok<Session>(ctx, view(sessions.close(p, ctx.params.sessionId!), p));
   });
 
-  router.get(
-    '/v1/audit/remote-access',
-    rateLimit(deps.auditLimiter, AUDIT_LIST_PER_MINUTE),
-    function listAudit(ctx) {
-      const q = parseQuery(ctx, sessionAuditQuery);
-      const p = principalOf(ctx);
-      requireAccess(p, 'sessions:read', 'developer');
-      const owner = hasRole(p.role, 'administrator') ? undefined : p.username;
-      const { items, total } = store.audit.list({ ...q, owner, limit: q.per_page, offset: offsetOf(q) });
-      // `targets` appears where the session has them (port-forward), as in the session record.
-      okList<AuditEvent>(ctx, items.map(({ targets, ...event }) => (targets ? { ...event, targets } : event)), q, total);
-    },
-  );
+  router.get('/v1/audit/remote-access', rateLimit(deps.auditLimiter, AUDIT_LIST_PER_MINUTE), function listAudit(ctx) {
+    const q = parseQuery(ctx, sessionAuditQuery);
+    const p = principalOf(ctx);
+    requireAccess(p, 'sessions:read', 'developer');
+    const owner = hasRole(p.role, 'administrator') ? undefined : p.username;
+    const { items, total } = store.audit.list({ ...q, owner, limit: q.per_page, offset: offsetOf(q) });
+    // `targets` appears where the session has them (port-forward), as in the session record.
+    okList<AuditEvent>(
+      ctx,
+      items.map(({ targets, ...event }) => (targets ? { ...event, targets } : event)),
+      q,
+      total,
+    );
+  });
 
   return router;
 }

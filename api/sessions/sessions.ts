@@ -69,8 +69,7 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
     },
 
     /** Closes every open session of a device (it is being deleted). */
-    closeAllOfDevice: (deviceId: string, reason: CloseReason) =>
-      closeAndNotify(store.sessions.openIdsOfDevice(deviceId), reason, SYSTEM_ACTOR),
+    closeAllOfDevice: (deviceId: string, reason: CloseReason) => closeAndNotify(store.sessions.openIdsOfDevice(deviceId), reason, SYSTEM_ACTOR),
 
     /**
      * Closes every open session opened with a token that was just revoked (or whose user was

@@ -57,9 +57,7 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
   /** Why the session admits no one any more, if it does not (the checks of an open session's ticket come after). */
   function ended(session: SessionRow): StreamAccess | undefined {
     if (session.status === 'closed') {
-      return session.close_reason === 'expired'
-        ? deny(STREAM_CLOSE.sessionExpired, 'session expired')
-        : deny(STREAM_CLOSE.sessionClosed, 'session closed');
+      return session.close_reason === 'expired' ? deny(STREAM_CLOSE.sessionExpired, 'session expired') : deny(STREAM_CLOSE.sessionClosed, 'session closed');
     }
     if (Date.parse(session.expires_at) <= now()) return deny(STREAM_CLOSE.sessionExpired, 'session expired');
     // Closed by the expiry timer at any moment now; its ticket already admits no one.

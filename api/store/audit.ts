@@ -51,9 +51,7 @@ export function createAuditRepo(db: Db) {
   const page = db.prepare<[Record<string, unknown>], Omit<AuditEvent, 'targets'> & { targets: string | null }>(
     `SELECT ${COLUMNS} FROM audit_events WHERE ${FILTER} ORDER BY id DESC LIMIT @limit OFFSET @offset`,
   );
-  const count = db.prepare<[Record<string, unknown>], { n: number }>(
-    `SELECT COUNT(*) AS n FROM audit_events WHERE ${FILTER}`,
-  );
+  const count = db.prepare<[Record<string, unknown>], { n: number }>(`SELECT COUNT(*) AS n FROM audit_events WHERE ${FILTER}`);
 
   return {
     append(event: Omit<AuditEvent, 'id'> & { owner: string }): void {

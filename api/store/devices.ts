@@ -46,34 +46,24 @@ export interface DeviceQuery {
 }
 
 export function createDeviceRepo(db: Db) {
-  const insert = db.prepare<[string, string, string, string]>(
-    'INSERT INTO devices (device_id, agent_token_hash, labels, created_at) VALUES (?, ?, ?, ?)',
-  );
+  const insert = db.prepare<[string, string, string, string]>('INSERT INTO devices (device_id, agent_token_hash, labels, created_at) VALUES (?, ?, ?, ?)');
   const byId = db.prepare<[string], DeviceRow>(`SELECT ${COLUMNS} FROM devices WHERE device_id = ?`);
-  const byTokenHash = db.prepare<[string], { device_id: string }>(
-    'SELECT device_id FROM devices WHERE agent_token_hash = ?',
-  );
+  const byTokenHash = db.prepare<[string], { device_id: string }>('SELECT device_id FROM devices WHERE agent_token_hash = ?');
   const page = db.prepare<[string | null, string | null, number, number], DeviceRow>(
     `SELECT ${COLUMNS} FROM devices WHERE (? IS NULL OR agent_status = ?) ORDER BY device_id LIMIT ? OFFSET ?`,
   );
-  const count = db.prepare<[string | null, string | null], { n: number }>(
-    'SELECT COUNT(*) AS n FROM devices WHERE (? IS NULL OR agent_status = ?)',
-  );
+  const count = db.prepare<[string | null, string | null], { n: number }>('SELECT COUNT(*) AS n FROM devices WHERE (? IS NULL OR agent_status = ?)');
   const remove = db.prepare<[string]>('DELETE FROM devices WHERE device_id = ?');
   const tokenHash = db.prepare<[string], { agent_token_hash: string }>('SELECT agent_token_hash FROM devices WHERE device_id = ?');
   const setTokenHash = db.prepare<[string, string]>('UPDATE devices SET agent_token_hash = ? WHERE device_id = ?');
   const online = db.prepare<[string | null, string | null, string, string]>(
     "UPDATE devices SET agent_status = 'online', agent_version = ?, forward_allow = ?, last_seen_at = ? WHERE device_id = ?",
   );
-  const offline = db.prepare<[string, string]>(
-    "UPDATE devices SET agent_status = 'offline', last_seen_at = ? WHERE device_id = ?",
-  );
+  const offline = db.prepare<[string, string]>("UPDATE devices SET agent_status = 'offline', last_seen_at = ? WHERE device_id = ?");
   const seen = db.prepare<[string, string]>('UPDATE devices SET last_seen_at = ? WHERE device_id = ?');
   const allOffline = db.prepare("UPDATE devices SET agent_status = 'offline' WHERE agent_status = 'online'");
   const onlineIds = db.prepare<[], { device_id: string }>("SELECT device_id FROM devices WHERE agent_status = 'online'");
-  const onlineCount = db.prepare<[], { n: number }>(
-    "SELECT COUNT(*) AS n FROM devices WHERE agent_status = 'online'",
-  );
+  const onlineCount = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM devices WHERE agent_status = 'online'");
 
   return {
     /** Inserts a device; throws SQLITE_CONSTRAINT_PRIMARYKEY if the id exists. */

@@ -36,9 +36,7 @@ export function createFleetRepo(db: Db) {
     'SELECT * FROM fleet_groups WHERE tenant_id = ? ORDER BY created_at, group_id LIMIT ? OFFSET ?',
   );
   const groupCount = db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM fleet_groups WHERE tenant_id = ?');
-  const adjustCount = db.prepare<[number, string, string]>(
-    'UPDATE fleet_groups SET vehicle_count = vehicle_count + ? WHERE tenant_id = ? AND group_id = ?',
-  );
+  const adjustCount = db.prepare<[number, string, string]>('UPDATE fleet_groups SET vehicle_count = vehicle_count + ? WHERE tenant_id = ? AND group_id = ?');
   const insertVehicle = db.prepare(
     `INSERT INTO fleet_vehicles (tenant_id, vehicle_id, vin, status, device_id, created_at)
      VALUES (@tenant_id, @vehicle_id, @vin, 'active', @device_id, @created_at)`,

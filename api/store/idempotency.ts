@@ -21,11 +21,7 @@ export interface StoredResponse {
 }
 
 /** What `begin` found: a fresh claim, a request still running, another request, or one to replay. */
-export type KeyClaim =
-  | { kind: 'claimed' }
-  | { kind: 'in_progress' }
-  | { kind: 'reused' }
-  | { kind: 'replay'; response: StoredResponse };
+export type KeyClaim = { kind: 'claimed' } | { kind: 'in_progress' } | { kind: 'reused' } | { kind: 'replay'; response: StoredResponse };
 
 interface KeyRow {
   fingerprint: string;

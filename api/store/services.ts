@@ -104,16 +104,12 @@ export function createServiceRepo(db: Db) {
        image = excluded.image, spec = excluded.spec, replicas = excluded.replicas,
        deployed_at = excluded.deployed_at, deployed_by = excluded.deployed_by`,
   );
-  const revision = db.prepare<[string, string, string], RevisionRow>(
-    'SELECT * FROM revisions WHERE service = ? AND environment = ? AND revision = ?',
-  );
+  const revision = db.prepare<[string, string, string], RevisionRow>('SELECT * FROM revisions WHERE service = ? AND environment = ? AND revision = ?');
   const history = db.prepare<[string, string, number, number], RevisionRow>(
     `SELECT * FROM revisions WHERE service = ? AND environment = ?
       ORDER BY deployed_at DESC, rowid DESC LIMIT ? OFFSET ?`,
   );
-  const historyCount = db.prepare<[string, string], { n: number }>(
-    'SELECT COUNT(*) AS n FROM revisions WHERE service = ? AND environment = ?',
-  );
+  const historyCount = db.prepare<[string, string], { n: number }>('SELECT COUNT(*) AS n FROM revisions WHERE service = ? AND environment = ?');
   const audit = db.prepare(
     `INSERT INTO deployment_audit (event, service, environment, revision, actor, at, details)
      VALUES (@event, @service, @environment, @revision, @actor, @at, @details)`,
@@ -121,9 +117,7 @@ export function createServiceRepo(db: Db) {
   const auditPage = db.prepare<[Record<string, unknown>], Omit<DeploymentEvent, 'details'> & { details: string }>(
     `SELECT * FROM deployment_audit WHERE ${AUDIT_FILTER} ORDER BY id DESC LIMIT @limit OFFSET @offset`,
   );
-  const auditCount = db.prepare<[Record<string, unknown>], { n: number }>(
-    `SELECT COUNT(*) AS n FROM deployment_audit WHERE ${AUDIT_FILTER}`,
-  );
+  const auditCount = db.prepare<[Record<string, unknown>], { n: number }>(`SELECT COUNT(*) AS n FROM deployment_audit WHERE ${AUDIT_FILTER}`);
 
   return {
     get: (name: string, env: Environment): (ServiceRow & CurrentImage) | undefined => get.get(name, env),

@@ -62,16 +62,12 @@ export function createSessionRepo(db: Db) {
   const page = db.prepare<[Record<string, unknown>], StoredSession>(
     `SELECT * FROM sessions WHERE ${FILTER} ORDER BY opened_at DESC, session_id DESC LIMIT @limit OFFSET @offset`,
   );
-  const count = db.prepare<[Record<string, unknown>], { n: number }>(
-    `SELECT COUNT(*) AS n FROM sessions WHERE ${FILTER}`,
-  );
+  const count = db.prepare<[Record<string, unknown>], { n: number }>(`SELECT COUNT(*) AS n FROM sessions WHERE ${FILTER}`);
   const close = db.prepare<[string, CloseReason, string], StoredSession>(
     `UPDATE sessions SET status = 'closed', closed_at = ?, close_reason = ?
       WHERE session_id = ? AND status = 'open' RETURNING *`,
   );
-  const due = db.prepare<[string], { session_id: string }>(
-    "SELECT session_id FROM sessions WHERE status = 'open' AND expires_at <= ?",
-  );
+  const due = db.prepare<[string], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open' AND expires_at <= ?");
   // A session whose own expiry also passed is `expired`, not `token_expired`.
   const dueByToken = db.prepare<[string, string], { session_id: string }>(
     "SELECT session_id FROM sessions WHERE status = 'open' AND token_expires_at <= ? AND expires_at > ?",
@@ -80,12 +76,8 @@ export function createSessionRepo(db: Db) {
   const openOfProtocol = db.prepare<[string, SessionProtocol], { opened_by: string; opened_at: string }>(
     "SELECT opened_by, opened_at FROM sessions WHERE status = 'open' AND device_id = ? AND protocol = ?",
   );
-  const openOfDevice = db.prepare<[string], { session_id: string }>(
-    "SELECT session_id FROM sessions WHERE status = 'open' AND device_id = ?",
-  );
-  const openOfToken = db.prepare<[string], { session_id: string }>(
-    "SELECT session_id FROM sessions WHERE status = 'open' AND token_id = ?",
-  );
+  const openOfDevice = db.prepare<[string], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open' AND device_id = ?");
+  const openOfToken = db.prepare<[string], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open' AND token_id = ?");
   const nextExpiry = db.prepare<[], { at: string | null }>(
     "SELECT MIN(MIN(expires_at, COALESCE(token_expires_at, expires_at))) AS at FROM sessions WHERE status = 'open'",
   );
@@ -115,16 +107,14 @@ export function createSessionRepo(db: Db) {
       return { items: page.all({ ...p, limit: q.limit, offset: q.offset }).map(toSession), total: count.get(p)!.n };
     },
     /** Closes an open session; undefined if it was not open (already closed or unknown). */
-    close: (sessionId: string, reason: CloseReason, at: string): SessionRow | undefined =>
-      toSessionOrUndefined(close.get(at, reason, sessionId)),
+    close: (sessionId: string, reason: CloseReason, at: string): SessionRow | undefined => toSessionOrUndefined(close.get(at, reason, sessionId)),
     /** Ids of open sessions whose expiry is at or before `at`. */
     dueIds: (at: string): string[] => due.all(at).map((r) => r.session_id),
     /** Ids of open sessions whose token expired at or before `at`, while they had not. */
     dueByTokenIds: (at: string): string[] => dueByToken.all(at, at).map((r) => r.session_id),
     openIds: (): string[] => openIds.all().map((r) => r.session_id),
     /** Who holds the device's open session of `protocol`, and since when; undefined when none is open. */
-    holderOf: (deviceId: string, protocol: SessionProtocol): { opened_by: string; opened_at: string } | undefined =>
-      openOfProtocol.get(deviceId, protocol),
+    holderOf: (deviceId: string, protocol: SessionProtocol): { opened_by: string; opened_at: string } | undefined => openOfProtocol.get(deviceId, protocol),
     openIdsOfDevice: (deviceId: string): string[] => openOfDevice.all(deviceId).map((r) => r.session_id),
     openIdsOfToken: (tokenId: string): string[] => openOfToken.all(tokenId).map((r) => r.session_id),
     /** The earliest moment an open session expires or loses its token. */

@@ -72,21 +72,15 @@ export function createTokenRepo(db: Db) {
     `SELECT ${RECORD_COLUMNS}, u.role, u.kind, (u.disabled = 1 OR u.deleted_at IS NOT NULL) AS user_disabled
        FROM tokens t JOIN users u ON u.username = t.username WHERE t.token_hash = ?`,
   );
-  const revoke = db.prepare<[string, string]>(
-    'UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL',
-  );
+  const revoke = db.prepare<[string, string]>('UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL');
   const byId = db.prepare<[string], StoredRecord>(`SELECT ${RECORD_COLUMNS} FROM tokens t WHERE t.token_id = ?`);
   type ListParams = Omit<TokenQuery, 'username'> & { username: string | null };
   const list = db.prepare<ListParams, StoredRecord>(
     `SELECT ${RECORD_COLUMNS} FROM tokens t WHERE ${LISTED}
       ORDER BY t.created_at DESC, t.token_id DESC LIMIT @limit OFFSET @offset`,
   );
-  const count = db.prepare<Omit<ListParams, 'limit' | 'offset'>, { n: number }>(
-    `SELECT COUNT(*) AS n FROM tokens t WHERE ${LISTED}`,
-  );
-  const unrevokedOfUser = db.prepare<[string], { token_id: string }>(
-    'SELECT token_id FROM tokens WHERE username = ? AND revoked_at IS NULL ORDER BY token_id',
-  );
+  const count = db.prepare<Omit<ListParams, 'limit' | 'offset'>, { n: number }>(`SELECT COUNT(*) AS n FROM tokens t WHERE ${LISTED}`);
+  const unrevokedOfUser = db.prepare<[string], { token_id: string }>('SELECT token_id FROM tokens WHERE username = ? AND revoked_at IS NULL ORDER BY token_id');
   const revokeAllOfUser = db.prepare<{ username: string; at: string; keep: string | null }, { token_id: string }>(
     `UPDATE tokens SET revoked_at = @at
       WHERE username = @username AND revoked_at IS NULL AND token_id IS NOT @keep
@@ -123,8 +117,7 @@ export function createTokenRepo(db: Db) {
     /** Revokes a token; false if it was unknown or already revoked. */
     revoke: (tokenId: string, at: string): boolean => revoke.run(at, tokenId).changes === 1,
     /** Revokes every unrevoked token of a user but `keep`; returns the ids it revoked. */
-    revokeAllOf: (username: string, at: string, keep?: string): string[] =>
-      revokeAllOfUser.all({ username, at, keep: keep ?? null }).map((r) => r.token_id),
+    revokeAllOf: (username: string, at: string, keep?: string): string[] => revokeAllOfUser.all({ username, at, keep: keep ?? null }).map((r) => r.token_id),
   };
 }
 export type TokenRepo = ReturnType<typeof createTokenRepo>;

@@ -57,12 +57,8 @@ export function createUserRepo(db: Db) {
       WHERE username = @username AND deleted_at IS NULL
      RETURNING ${columns}`,
   );
-  const markDeleted = db.prepare<[string, string]>(
-    'UPDATE users SET deleted_at = ?, password_hash = NULL WHERE username = ? AND deleted_at IS NULL',
-  );
-  const setPassword = db.prepare<[string, string]>(
-    'UPDATE users SET password_hash = ? WHERE username = ? AND deleted_at IS NULL',
-  );
+  const markDeleted = db.prepare<[string, string]>('UPDATE users SET deleted_at = ?, password_hash = NULL WHERE username = ? AND deleted_at IS NULL');
+  const setPassword = db.prepare<[string, string]>('UPDATE users SET password_hash = ? WHERE username = ? AND deleted_at IS NULL');
 
   return {
     /** Inserts an enabled user; throws SQLITE_CONSTRAINT_PRIMARYKEY if the name exists or existed. */

@@ -71,9 +71,7 @@ export async function cp(ctx: Context, src: string, dst: string, flags: CpFlags)
   const open = { device, protocol: 'file-transfer' as const, replace: flags.replace, waitOnline: flags.waitOnline, notice: ctx.notice };
   await withSessionStream(ctx.api(), open, async (stream) => {
     const started = performance.now();
-    const result = to
-      ? await toDevice(ctx, stream, resolve(src), to, flags)
-      : await fromDevice(stream, from!, resolve(dst), /[/\\]$/.test(dst), flags);
+    const result = to ? await toDevice(ctx, stream, resolve(src), to, flags) : await fromDevice(stream, from!, resolve(dst), /[/\\]$/.test(dst), flags);
     const seconds = (performance.now() - started) / 1000;
     ctx.notice(
       `copied ${result.files} file${result.files === 1 ? '' : 's'}, ${formatBytes(result.bytes)} in ${seconds.toFixed(1)} s` +
@@ -114,8 +112,11 @@ async function toDevice(ctx: Context, stream: ClientStream, local: string, to: R
   const total = await measure(local);
   const progress = createProgress(`→ ${to.device}`, total.bytes, flags.progress);
   try {
-    return await upload(stream, { local, remoteDir, topName }, (n) => progress.add(n), (name, why) =>
-      ctx.notice(`skipped ${name}: ${why}`),
+    return await upload(
+      stream,
+      { local, remoteDir, topName },
+      (n) => progress.add(n),
+      (name, why) => ctx.notice(`skipped ${name}: ${why}`),
     );
   } finally {
     progress.stop();

@@ -87,7 +87,11 @@ export async function deployRemove(ctx: Context, name: string, flags: EnvFlag & 
   if (!flags.yes) {
     // Asked about a service that exists, with what it runs: a typo fails before the question.
     const s = await ctx.api().request<ServiceDetail>('GET', serviceUrl(name, flags.env));
-    await confirm(`delete service ${name} from ${flags.env}`, `Its ${s.replicas.desired} replicas of ${s.current_revision} stop and its revisions are forgotten`, flags.yes);
+    await confirm(
+      `delete service ${name} from ${flags.env}`,
+      `Its ${s.replicas.desired} replicas of ${s.current_revision} stop and its revisions are forgotten`,
+      flags.yes,
+    );
   }
   const gone = await ctx.api().request<ServiceDeleted>('DELETE', serviceUrl(name, flags.env));
   if (flags.json) return printJson(ctx.out, gone);
@@ -97,7 +101,12 @@ export async function deployRemove(ctx: Context, name: string, flags: EnvFlag & 
 /** The canary state as a table of its two tracks. */
 function printCanary(ctx: Context, c: CanaryState, said: string): void {
   const tracks = [{ track: 'stable', ...c.stable }, ...(c.canary ? [{ track: 'canary', ...c.canary }] : [])];
-  ctx.out.stdout(`${said}\n${table(tracks.map((t) => ({ ...t, weight: `${t.weight}%` })), ['track', 'revision', 'weight', 'image'])}`);
+  ctx.out.stdout(
+    `${said}\n${table(
+      tracks.map((t) => ({ ...t, weight: `${t.weight}%` })),
+      ['track', 'revision', 'weight', 'image'],
+    )}`,
+  );
 }
 
 export async function canaryGet(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
@@ -132,5 +141,7 @@ export async function canaryHalt(ctx: Context, name: string, flags: EnvFlag & { 
 export async function canaryPromote(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
   const s = await ctx.api().request<ServiceChange>('POST', serviceUrl(name, flags.env, '/canary/promote'));
   if (flags.json) return printJson(ctx.out, s);
-  ctx.out.stdout(`promoted ${s.current_revision} of ${s.name} in ${s.environment}: it takes all traffic (previous: ${s.previous_revision ?? '-'}); status: ${stateOf(s)}\n`);
+  ctx.out.stdout(
+    `promoted ${s.current_revision} of ${s.name} in ${s.environment}: it takes all traffic (previous: ${s.previous_revision ?? '-'}); status: ${stateOf(s)}\n`,
+  );
 }

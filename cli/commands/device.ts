@@ -13,7 +13,10 @@ import { printJson, table } from '../output';
 const PAGE = 200;
 const shortTime = (iso: string | null) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : null);
 const deviceUrl = (id: string) => `/v1/devices/${encodeURIComponent(id)}`;
-const labelsText = (labels: Record<string, string>) => Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',') || null;
+const labelsText = (labels: Record<string, string>) =>
+  Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',') || null;
 
 /** The agent token, shown once, and the commands that start the device's agent with it. */
 function printAgentToken(ctx: Context, said: string, t: AgentTokenIssued): void {

@@ -141,5 +141,10 @@ export async function vehicleList(ctx: Context, flags: TenantFlag & { group: str
   const vehicles = await allPages<FleetGroupVehicles['vehicles'][number]>(call, `/v1/fleet/groups/${encodeURIComponent(id)}/vehicles`, 'vehicles');
   if (flags.json) return printJson(ctx.out, vehicles);
   if (vehicles.length === 0) return ctx.out.stdout(`no vehicles in group ${id}\n`);
-  ctx.out.stdout(table(vehicles.map((v) => ({ vehicle: v.vehicle_id, vin: v.vin, status: v.status })), ['vehicle', 'vin', 'status']));
+  ctx.out.stdout(
+    table(
+      vehicles.map((v) => ({ vehicle: v.vehicle_id, vin: v.vin, status: v.status })),
+      ['vehicle', 'vin', 'status'],
+    ),
+  );
 }

@@ -57,7 +57,12 @@ function listen(spec: ForwardSpec, onConnection: (socket: Socket, l: Listening) 
     const server = createServer({ allowHalfOpen: true, pauseOnConnect: true });
     const listening: Listening = { spec, server, address: '' };
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new CliError(`cannot listen on ${hostPort(spec.bindHost, spec.localPort)} for ${spec.text}: ${err.code === 'EADDRINUSE' ? 'the port is in use' : err.message}`, 'local_port')),
+      reject(
+        new CliError(
+          `cannot listen on ${hostPort(spec.bindHost, spec.localPort)} for ${spec.text}: ${err.code === 'EADDRINUSE' ? 'the port is in use' : err.message}`,
+          'local_port',
+        ),
+      ),
     );
     server.on('connection', (socket) => {
       socket.on('error', () => {}); // the mux sees the close that follows

@@ -37,7 +37,10 @@ export function token(ctx: Context): void {
   if (ctx.env.TETHER_TOKEN) return ctx.out.stdout(`${ctx.env.TETHER_TOKEN}\n`);
   const stored = readConfig(ctx.env);
   if (!stored.token) {
-    throw new CliError(`no token: TETHER_TOKEN is not set and none is stored in ${configPath(ctx.env)}; log in with \`${loginHint(ctx.env, stored)}\``, 'not_logged_in');
+    throw new CliError(
+      `no token: TETHER_TOKEN is not set and none is stored in ${configPath(ctx.env)}; log in with \`${loginHint(ctx.env, stored)}\``,
+      'not_logged_in',
+    );
   }
   if (stored.expires_at && Date.parse(stored.expires_at) <= Date.now()) {
     throw new CliError(`the stored token expired at ${stored.expires_at}; log in again with \`${loginHint(ctx.env, stored)}\``, 'bad_config');

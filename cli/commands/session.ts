@@ -64,7 +64,7 @@ export async function sessionList(ctx: Context, flags: ListFlags): Promise<void>
         status: s.status === 'open' ? 'open' : `closed (${s.close_reason})`,
         'opened by': s.opened_by,
         opened: s.opened_at.replace(/\.\d+Z$/, 'Z'),
-        'until': (s.closed_at ?? s.expires_at).replace(/\.\d+Z$/, 'Z'),
+        until: (s.closed_at ?? s.expires_at).replace(/\.\d+Z$/, 'Z'),
         'to / from device': `${formatBytes(s.bytes_to_device)} / ${formatBytes(s.bytes_from_device)}`,
         recording: s.recording ? `${formatDuration(s.recording.duration_s)}${s.recording.truncated ? ' (truncated)' : ''}` : '-',
       })),

@@ -21,7 +21,6 @@ import { playerPage } from './pages/player';
 import { sessionsPage } from './pages/sessions';
 import { terminalPage } from './pages/terminal';
 
-
 const ROUTES: Array<[RegExp, Page]> = [
   [/^\/devices$/, devicesPage],
   [/^\/devices\/([^/]+)$/, devicePage],
@@ -55,7 +54,12 @@ async function signOut(): Promise<void> {
 function showUser(): void {
   nav.hidden = !me;
   if (!me) return replace(who);
-  replace(who, h('span', { class: 'muted' }, `${me.username} (${me.role ?? 'no role'})`), ' ', h('button', { type: 'button', class: 'link', onclick: () => void signOut() }, 'Sign out'));
+  replace(
+    who,
+    h('span', { class: 'muted' }, `${me.username} (${me.role ?? 'no role'})`),
+    ' ',
+    h('button', { type: 'button', class: 'link', onclick: () => void signOut() }, 'Sign out'),
+  );
 }
 
 async function route(): Promise<void> {

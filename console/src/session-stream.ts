@@ -56,7 +56,8 @@ export async function openSession(device: string, protocol: SessionProtocol, ask
             `A device has one ${protocol} session at a time: try again once it is closed (it closes when no client has been connected to it for a while).`,
         );
       }
-      if (asked || !(await ask(holder))) throw new Error(`Your ${protocol} session on ${device} (opened ${since(holder.opened_at)}) stays open; this page opened none.`);
+      if (asked || !(await ask(holder)))
+        throw new Error(`Your ${protocol} session on ${device} (opened ${since(holder.opened_at)}) stays open; this page opened none.`);
       const q = new URLSearchParams({ device_id: device, protocol, status: 'open' });
       const open = await api<Session[]>('GET', `/v1/remote-access/sessions?${q}`);
       for (const s of open.filter((x) => x.opened_by === me.username)) {

@@ -15,7 +15,10 @@ const KEY = /^[+/0-9A-Za-z]{22}==$/;
 /** A subprotocol is an HTTP token (RFC 7230 §3.2.6). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
-export const acceptKey = (key: string): string => createHash('sha1').update(key + WS_GUID).digest('base64');
+export const acceptKey = (key: string): string =>
+  createHash('sha1')
+    .update(key + WS_GUID)
+    .digest('base64');
 
 /** The subprotocols a client offers, in its order; undefined when the header is malformed. */
 export function offeredProtocols(header: string | undefined): string[] | undefined {
@@ -28,21 +31,22 @@ export function offeredProtocols(header: string | undefined): string[] | undefin
  * Completes the handshake on `socket`, or refuses it with an HTTP error and returns false.
  * `chooseProtocol` picks one of the offered subprotocols (undefined: answer with none).
  */
-export function completeHandshake(
-  req: IncomingMessage,
-  socket: Duplex,
-  chooseProtocol: (offered: string[]) => string | undefined,
-): boolean {
+export function completeHandshake(req: IncomingMessage, socket: Duplex, chooseProtocol: (offered: string[]) => string | undefined): boolean {
   const key = req.headers['sec-websocket-key'];
   const version = Number(req.headers['sec-websocket-version']);
   const protocols = offeredProtocols(req.headers['sec-websocket-protocol']);
   const refusal =
-    req.method !== 'GET' ? { status: 405, message: 'a WebSocket upgrade must be a GET' }
-    : req.headers.upgrade?.toLowerCase() !== 'websocket' ? { status: 400, message: 'the Upgrade header must be "websocket"' }
-    : key === undefined || !KEY.test(key) ? { status: 400, message: 'missing or invalid Sec-WebSocket-Key header' }
-    : version !== 13 && version !== 8 ? { status: 400, message: 'missing or invalid Sec-WebSocket-Version header (13 expected)' }
-    : protocols === undefined ? { status: 400, message: 'invalid Sec-WebSocket-Protocol header' }
-    : undefined;
+    req.method !== 'GET'
+      ? { status: 405, message: 'a WebSocket upgrade must be a GET' }
+      : req.headers.upgrade?.toLowerCase() !== 'websocket'
+        ? { status: 400, message: 'the Upgrade header must be "websocket"' }
+        : key === undefined || !KEY.test(key)
+          ? { status: 400, message: 'missing or invalid Sec-WebSocket-Key header' }
+          : version !== 13 && version !== 8
+            ? { status: 400, message: 'missing or invalid Sec-WebSocket-Version header (13 expected)' }
+            : protocols === undefined
+              ? { status: 400, message: 'invalid Sec-WebSocket-Protocol header' }
+              : undefined;
   if (refusal) {
     rejectUpgrade(socket, refusal.status, 'bad_request', refusal.message);
     return false;

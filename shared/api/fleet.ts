@@ -25,17 +25,31 @@ export const FLEET_OWN_ERRORS = [
 // Requests
 
 export const groupBody = z.strictObject({
-  name: z.string().max(1000).refine((n) => n.trim().length > 0, 'must not be blank').refine((n) => n.trim().length <= 100, 'must be at most 100 characters'),
+  name: z
+    .string()
+    .max(1000)
+    .refine((n) => n.trim().length > 0, 'must not be blank')
+    .refine((n) => n.trim().length <= 100, 'must be at most 100 characters'),
   description: z.string().max(1000).optional(),
-  region: z.string().regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'must be a lower-case hyphenated region name, e.g. eu-west-1').max(64).optional(),
+  region: z
+    .string()
+    .regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'must be a lower-case hyphenated region name, e.g. eu-west-1')
+    .max(64)
+    .optional(),
   tags: z.array(z.string().min(1).max(64)).max(50).optional(),
 });
 export type GroupBody = z.input<typeof groupBody>;
 
 export const vehicleBody = z.strictObject({
   vin: z.string().regex(VIN, 'must be 17 characters of A-Z (without I, O, Q) and 0-9'),
-  vehicle_id: z.string().regex(/^veh_[a-z0-9]{1,40}$/, 'must look like veh_ followed by lower-case letters and digits').optional(),
-  device_id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a device id').optional(),
+  vehicle_id: z
+    .string()
+    .regex(/^veh_[a-z0-9]{1,40}$/, 'must look like veh_ followed by lower-case letters and digits')
+    .optional(),
+  device_id: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a device id')
+    .optional(),
 });
 export type VehicleBody = z.input<typeof vehicleBody>;
 

@@ -66,7 +66,10 @@ export const passwordBody = z.strictObject({
 export const tokenListQuery = z
   .strictObject({
     ...pagingParams(200, 50),
-    all: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+    all: z
+      .enum(['true', 'false'])
+      .transform((v) => v === 'true')
+      .optional(),
     username: usernameSchema.optional(),
     status: z.enum(['active', 'revoked', 'expired', 'all']).default('active'),
   })

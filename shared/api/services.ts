@@ -34,7 +34,10 @@ export const envOnly = z.strictObject({ env });
 
 export const applyQuery = z.strictObject({
   env,
-  dry_run: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false').transform((v) => v === 'true'),
+  dry_run: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((v) => v === 'true'),
 });
 export const serviceListQuery = z.strictObject({
   env,
@@ -42,7 +45,13 @@ export const serviceListQuery = z.strictObject({
   ...pagingParams(200, 50),
 });
 export const historyQuery = z.strictObject({ env, ...pagingParams(100, 20) });
-export const rollbackQuery = z.strictObject({ env, revision: z.string().regex(/^v\d+\.\d+\.\d+$/, 'must be a revision like v1.4.2').optional() });
+export const rollbackQuery = z.strictObject({
+  env,
+  revision: z
+    .string()
+    .regex(/^v\d+\.\d+\.\d+$/, 'must be a revision like v1.4.2')
+    .optional(),
+});
 export const weightBody = z.strictObject({ weight: z.number().int('must be a whole number').min(0).max(100) });
 export const deploymentAuditQuery = z.strictObject({
   ...pagingParams(200, 50),
@@ -65,7 +74,10 @@ const serviceBase = {
   current_revision: z.string(),
   last_deployed_at: timestamp,
   runtime: z.string().describe('the deployment runtime; "simulated" for the embedded one'),
-  canary: z.strictObject({ revision: z.string(), weight: z.int().min(0).max(100) }).optional().describe('while a canary is deployed'),
+  canary: z
+    .strictObject({ revision: z.string(), weight: z.int().min(0).max(100) })
+    .optional()
+    .describe('while a canary is deployed'),
 };
 
 /** A service as listed. */
@@ -80,10 +92,7 @@ export const serviceDetail = named(
 export type ServiceDetail = z.infer<typeof serviceDetail>;
 
 /** A service as a change (apply, rollback, promote) leaves it. */
-export const serviceChange = named(
-  'ServiceChange',
-  z.strictObject({ ...serviceBase, previous_revision: z.string().nullable(), dry_run: z.boolean() }),
-);
+export const serviceChange = named('ServiceChange', z.strictObject({ ...serviceBase, previous_revision: z.string().nullable(), dry_run: z.boolean() }));
 export type ServiceChange = z.infer<typeof serviceChange>;
 
 export const serviceDeleted = z.strictObject({ name: z.string(), environment: z.enum(ENVIRONMENTS), deleted: z.literal(true) });

@@ -71,7 +71,10 @@ export const sessionListQuery = z.strictObject({
   protocol: z.enum(SESSION_PROTOCOLS).optional(),
   status: z.enum(['open', 'closed']).optional(),
   since: dateTimeParam.optional(),
-  has_recording: z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true').optional(),
+  has_recording: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .transform((v) => v === 'true')
+    .optional(),
 });
 
 export const sessionAuditQuery = z.strictObject({
@@ -121,7 +124,9 @@ export const session = named(
     websocket_url: z
       .string()
       .optional()
-      .describe('the stream with its ticket, bound to the token that asked: while the session is open, for its owner and administrators with scope sessions:write'),
+      .describe(
+        'the stream with its ticket, bound to the token that asked: while the session is open, for its owner and administrators with scope sessions:write',
+      ),
     bytes_to_device: count,
     bytes_from_device: count,
     trace_id: z.string(),

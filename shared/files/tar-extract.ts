@@ -148,10 +148,7 @@ export function createExtraction(realRoot: string, targetDir: string, limits: Ex
       currentEntry?.destroy(err); // so the file being written is closed, not left waiting for data
       // Let the writer let go of its file, but never wait on a stream that does not settle.
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([finished, current]),
-        new Promise((resolve) => (timer = setTimeout(resolve, ABORT_GRACE_MS))),
-      ]);
+      await Promise.race([Promise.allSettled([finished, current]), new Promise((resolve) => (timer = setTimeout(resolve, ABORT_GRACE_MS)))]);
       clearTimeout(timer);
       await staging.removeAll();
       limits.journal?.end();

@@ -103,13 +103,7 @@ class LinkProblem extends Error {
  * Walks `target` from `dir` and returns where it leads (canonical), or undefined when it ends
  * below something that is not a directory yet (dangling: nothing to follow further).
  */
-async function followTarget(
-  realRoot: string,
-  dir: string,
-  target: string,
-  tree: TreeView,
-  followed: { hops: number },
-): Promise<string | undefined> {
+async function followTarget(realRoot: string, dir: string, target: string, tree: TreeView, followed: { hops: number }): Promise<string | undefined> {
   if (target === '') throw new LinkProblem('has an empty target');
   if (target.includes('\0')) throw new LinkProblem('has a NUL byte in its target');
   if (isAbsolute(target)) throw new LinkProblem('has an absolute target');

@@ -187,7 +187,11 @@ export const RECORDING_HEADERS = { stream: 'tether-stream', kind: 'tether-kind' 
 /** The first message of a recorded stream names its session (the control node knows the rest); then frames; then `end`. */
 export const recordingStart = z.object({ session_id: sessionId });
 
-export const streamRefusedMessage = z.object({ device_id: deviceId, stream_id: z.string().check(z.maxLength(64)), message: z.string().check(z.maxLength(200)) });
+export const streamRefusedMessage = z.object({
+  device_id: deviceId,
+  stream_id: z.string().check(z.maxLength(64)),
+  message: z.string().check(z.maxLength(200)),
+});
 
 /** Session streams whose client joined or left on the node. */
 export const streamsMessage = z.object({ attached: part(sessionId), detached: part(sessionId) });

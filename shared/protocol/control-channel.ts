@@ -120,12 +120,7 @@ export const streamOpenMessage = z.object({
   sig: z.optional(z.string().check(z.maxLength(128))),
 });
 
-export const brokerToAgentMessage = z.discriminatedUnion('type', [
-  welcomeMessage,
-  sessionOpenedMessage,
-  sessionCloseMessage,
-  streamOpenMessage,
-]);
+export const brokerToAgentMessage = z.discriminatedUnion('type', [welcomeMessage, sessionOpenedMessage, sessionCloseMessage, streamOpenMessage]);
 export type BrokerToAgentMessage = z.infer<typeof brokerToAgentMessage>;
 
 /** Agent → broker: the agent ended a session's handler (acknowledges `session.close`). */

@@ -7,14 +7,7 @@
  */
 
 /** Every diagnostics op, in the order the docs list them. */
-export const DIAGNOSTIC_OP_NAMES = [
-  'system.info',
-  'system.metrics',
-  'disk.usage',
-  'network.interfaces',
-  'process.list',
-  'log.tail',
-] as const;
+export const DIAGNOSTIC_OP_NAMES = ['system.info', 'system.metrics', 'disk.usage', 'network.interfaces', 'process.list', 'log.tail'] as const;
 export type DiagnosticOp = (typeof DIAGNOSTIC_OP_NAMES)[number];
 
 /** `system.info`: what the device is. */

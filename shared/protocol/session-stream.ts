@@ -118,9 +118,7 @@ export interface OpErrorBody extends ErrorBody {
   code: OpErrorCode;
 }
 
-export type Response =
-  | { id: number; ok: true; result: unknown }
-  | { id: number; ok: false; error: ErrorBody };
+export type Response = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: ErrorBody };
 
 /** Sent after the tar stream of a download. */
 export interface DownloadDone {

@@ -105,7 +105,14 @@ describe('WebSocket limits', () => {
   });
 
   it('upgrades to anything but the three WebSocket endpoints are refused', async () => {
-    const paths = ['/v1/me', '/v1/agent/connectx', '/v1/remote-access/sessions/x/streamy', '/nothing', '/v1/remote-access/sessions/%zz/stream', '/v1/remote-access/sessions/%ED%A0%80/stream'];
+    const paths = [
+      '/v1/me',
+      '/v1/agent/connectx',
+      '/v1/remote-access/sessions/x/streamy',
+      '/nothing',
+      '/v1/remote-access/sessions/%zz/stream',
+      '/v1/remote-access/sessions/%ED%A0%80/stream',
+    ];
     for (const path of paths) {
       const ws = new WebSocket(`${stack.url.replace('http', 'ws')}${path}`, { headers: { authorization: `Bearer ${stack.adminToken}` } });
       ws.on('error', () => {});
@@ -121,7 +128,7 @@ describe('WebSocket limits', () => {
 });
 
 describe('a stream client that never reads', () => {
-  it('holds the server\'s memory flat while the device has 2 GiB to send', async () => {
+  it("holds the server's memory flat while the device has 2 GiB to send", async () => {
     const dataDir = tempDir();
     const server = await startServerProcess(dataDir);
     const admin = client(server.url, readFileSync(join(dataDir, 'admin.token'), 'utf8').trim());
@@ -146,12 +153,17 @@ describe('a stream client that never reads', () => {
       stream.ws.pause(); // and never read again
       // Wait until the bytes stop moving: everything in flight sits in bounded buffers.
       let last = -1;
-      await waitFor(async () => {
-        const moved = (await admin.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data.bytes_from_device as number;
-        const settled = moved === last && moved > 0;
-        last = moved;
-        return settled;
-      }, 'the transfer to stall', 20_000, 1500);
+      await waitFor(
+        async () => {
+          const moved = (await admin.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data.bytes_from_device as number;
+          const settled = moved === last && moved > 0;
+          last = moved;
+          return settled;
+        },
+        'the transfer to stall',
+        20_000,
+        1500,
+      );
       expect(last).toBeLessThan(256 * MiB); // stalled far short of 2 GiB
       expect(rss() - before).toBeLessThan(64 * MiB);
       stream.ws.terminate();

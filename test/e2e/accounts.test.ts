@@ -19,8 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack.stop());
 
-const patch = (c: Client, path: string, body: unknown) =>
-  c.raw('PATCH', path, JSON.stringify(body), { 'content-type': 'application/json' });
+const patch = (c: Client, path: string, body: unknown) => c.raw('PATCH', path, JSON.stringify(body), { 'content-type': 'application/json' });
 
 /** Creates a user with a password and logs it in; returns the token and its id. */
 async function person(username: string, role: string | null, password = `${username} passphrase`) {

@@ -34,7 +34,7 @@ const refusedUpgrades = (s: Stack) => s.logs.filter((l) => l.includes('agent ref
 describe('tether cp names the files root of the device', () => {
   const run = (...args: string[]) => runTether(['cp', ...args], { XDG_CONFIG_HOME: tempDir(), TETHER_SERVER: stack.url, TETHER_TOKEN: stack.adminToken });
 
-  it('prints the device\'s message, with the root and the device, for a path outside the root', async () => {
+  it("prints the device's message, with the root and the device, for a path outside the root", async () => {
     await stack.onlineDevice('op-cp', { TETHER_FILES_ROOT: root });
     const local = join(tempDir(), 'app.txt');
     writeFileSync(local, 'app\n');
@@ -73,7 +73,11 @@ describe('an agent whose token the server refuses', () => {
       const found = records(agent.stderr).filter((r) => r.msg === 'broker refused the agent');
       return found.length === 3 && found;
     }, 'the third try logged');
-    expect(tries.map((r) => [r.level, r.status])).toEqual([['debug', 401], ['debug', 401], ['debug', 401]]);
+    expect(tries.map((r) => [r.level, r.status])).toEqual([
+      ['debug', 401],
+      ['debug', 401],
+      ['debug', 401],
+    ]);
     expect(tries[0]!.delay_ms).toBeLessThanOrEqual(1000); // the backoff, up to the third refusal
     expect(tries[1]!.delay_ms).toBeLessThanOrEqual(2000);
     expect(tries[2]!.delay_ms).toBeGreaterThanOrEqual(0.8 * 5 * 60_000); // then 5 min ± 20 %
@@ -101,10 +105,7 @@ describe('an agent whose token the server refuses', () => {
     await knowing.stop();
     const forgetful = await startStack();
     const lines: string[] = [];
-    const config = loadAgentConfig(
-      { server: forgetful.url, deviceId: 'op-restored', token, filesRoot: tempDir(), stateDir: tempDir() },
-      {},
-    );
+    const config = loadAgentConfig({ server: forgetful.url, deviceId: 'op-restored', token, filesRoot: tempDir(), stateDir: tempDir() }, {});
     const agent = createAgent(config, {
       log: createLogger({ level: 'info', write: (line) => lines.push(line) }),
       backoff: createBackoff({ baseMs: 1000, maxMs: 30_000, stableMs: 10_000, random: () => 0 }),
@@ -135,7 +136,7 @@ describe('an agent whose token the server refuses', () => {
   });
 });
 
-describe('the agent\'s logs', () => {
+describe("the agent's logs", () => {
   it('on a terminal: nothing at info, human-readable warnings', async () => {
     const own = await startStack();
     const token = await own.addDevice('op-tty');

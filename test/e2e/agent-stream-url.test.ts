@@ -92,12 +92,16 @@ describe('the agent asked to dial a stream somewhere else', () => {
     expect(elsewhere.upgrades).toHaveLength(0);
   });
 
-  it('refuses one whose signature is not the control node\'s (made with another key, or for another URL)', async () => {
+  it("refuses one whose signature is not the control node's (made with another key, or for another URL)", async () => {
     const forged = streamOpenSignature(agentKey('tdev_some-other-token'), { device_id: DEVICE, ...streamOpen('streamforged', elsewhere.url) });
     send(streamOpen('streamforged', elsewhere.url, forged));
     const other = streamOpenSignature(agentKey(TOKEN), { device_id: DEVICE, ...streamOpen('streamother', second.url) });
     send(streamOpen('streamother', elsewhere.url, other)); // signed for the second server, sent elsewhere
-    await waitFor(() => (fromAgent.some((m) => m.stream_id === 'streamforged') && fromAgent.some((m) => m.stream_id === 'streamother') ? true : undefined), 'both refusals', 10_000);
+    await waitFor(
+      () => (fromAgent.some((m) => m.stream_id === 'streamforged') && fromAgent.some((m) => m.stream_id === 'streamother') ? true : undefined),
+      'both refusals',
+      10_000,
+    );
     expect(elsewhere.upgrades).toHaveLength(0);
   });
 
@@ -113,7 +117,11 @@ describe('the agent asked to dial a stream somewhere else', () => {
 
   it('dials its own second server without a signature: the operator named it', async () => {
     send(streamOpen('streamown', second.url));
-    const req = await waitFor(() => second.upgrades.find((r) => r.headers[AGENT_HEADERS.streamId] === 'streamown'), 'the agent dialling its own server', 10_000);
+    const req = await waitFor(
+      () => second.upgrades.find((r) => r.headers[AGENT_HEADERS.streamId] === 'streamown'),
+      'the agent dialling its own server',
+      10_000,
+    );
     expect(req.headers.authorization).toBeUndefined();
   });
 });

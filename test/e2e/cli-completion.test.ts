@@ -47,15 +47,22 @@ t() { COMP_WORDS=("$@"); COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _
 ${calls}`;
   const res = run('bash', ['-c', program]);
   expect(res.stderr).toBe('');
-  return res.stdout.split('\n').slice(0, lines.length).map((l) => (l ? l.split(' ') : []));
+  return res.stdout
+    .split('\n')
+    .slice(0, lines.length)
+    .map((l) => (l ? l.split(' ') : []));
 }
 
 /** Every command path of the client (`deploy canary weight` …) with its options, built as the CLI builds it. */
 function clientCommands(): Array<{ path: string[]; subcommands: string[]; options: string[] }> {
   const program = new Command('tether');
-  registerClientCommands(program, () => {
-    throw new Error('not run');
-  }, () => {});
+  registerClientCommands(
+    program,
+    () => {
+      throw new Error('not run');
+    },
+    () => {},
+  );
   const out: Array<{ path: string[]; subcommands: string[]; options: string[] }> = [];
   const walk = (cmd: Command, path: string[]) => {
     out.push({ path, subcommands: cmd.commands.map((c) => c.name()), options: cmd.options.flatMap((o) => [o.short, o.long].filter((n): n is string => !!n)) });
@@ -124,14 +131,19 @@ describe('bash completes', () => {
 
   it('a command added to the program completes with no change to the generator', () => {
     const program = new Command('tether');
-    program.command('telescope').command('focus').addOption(new Option('--star <name>', 'which star').choices(['vega', 'deneb']));
+    program
+      .command('telescope')
+      .command('focus')
+      .addOption(new Option('--star <name>', 'which star').choices(['vega', 'deneb']));
     const file = join(dir, 'added.bash');
     writeFileSync(file, completionScript(program, 'bash'));
-    expect(bashComplete(file, [['tether', 'tel'], ['tether', 'telescope', 'f'], ['tether', 'telescope', 'focus', '--star', 'v']])).toEqual([
-      ['telescope'],
-      ['focus'],
-      ['vega'],
-    ]);
+    expect(
+      bashComplete(file, [
+        ['tether', 'tel'],
+        ['tether', 'telescope', 'f'],
+        ['tether', 'telescope', 'focus', '--star', 'v'],
+      ]),
+    ).toEqual([['telescope'], ['focus'], ['vega']]);
   });
 });
 
@@ -140,7 +152,10 @@ describe('fish completes', () => {
     const complete = (line: string) => {
       const res = run(fish, ['-c', `source '${scripts.fish}'; complete -C '${line}'`]);
       expect(res.stderr).toBe('');
-      return res.stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0]);
+      return res.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t')[0]);
     };
     expect(complete('tether dep')).toEqual(['deploy']);
     expect(complete('tether deploy can')).toEqual(['canary']);

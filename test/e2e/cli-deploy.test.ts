@@ -132,7 +132,9 @@ describe('deploy list, get and history', () => {
     expect(list.code).toBe(0);
     const lines = list.stdout.split('\n');
     expect(lines[0]).toMatch(/^SERVICE\s+ENV\s+STATUS\s+REVISION\s+CANARY\s+READY\s+IMAGE\s+DEPLOYED$/);
-    expect(lines).toContainEqual(expect.stringMatching(/^hist\s+prod\s+healthy\s+v2\.0\.0\s+-\s+2\/2\s+registry\.example\.com\/platform\/hist:2\.0\.0\s+\S+Z$/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^hist\s+prod\s+healthy\s+v2\.0\.0\s+-\s+2\/2\s+registry\.example\.com\/platform\/hist:2\.0\.0\s+\S+Z$/),
+    );
     // without --env: every environment
     const everywhere = await tether(['deploy', 'list']);
     expect(everywhere.stdout).toMatch(/^hist\s+prod\s/m);
@@ -170,7 +172,10 @@ describe('deploy canary', () => {
     const canary = async () => (await stack.admin.get('/v1/services/can/canary?env=dev')).body.data;
 
     const got = await tether(['deploy', 'canary', 'get', 'can', '--env', 'dev']);
-    expect(got.stdout.split('\n').slice(0, 2)).toEqual(['can in dev: canary v2.0.0 takes 20% of traffic', expect.stringMatching(/^TRACK\s+REVISION\s+WEIGHT\s+IMAGE$/)]);
+    expect(got.stdout.split('\n').slice(0, 2)).toEqual([
+      'can in dev: canary v2.0.0 takes 20% of traffic',
+      expect.stringMatching(/^TRACK\s+REVISION\s+WEIGHT\s+IMAGE$/),
+    ]);
     expect(got.stdout).toMatch(/^stable\s+v1\.0\.0\s+80%\s/m);
     expect(got.stdout).toMatch(/^canary\s+v2\.0\.0\s+20%\s/m);
     expect(JSON.parse((await tether(['deploy', 'canary', 'get', 'can', '--env', 'dev', '--json'])).stdout)).toEqual(await canary());

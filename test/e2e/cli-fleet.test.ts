@@ -71,7 +71,20 @@ describe('the tenant', () => {
 
 describe('fleet groups', () => {
   it('create, list and show (by id or name), with --json as the API data; errors carry the fleet code', async () => {
-    const res = await tether(acme, ['fleet', 'groups', 'create', 'Berlin Vans', '--description', 'last mile', '--region', 'eu-central-1', '--tag', 'ev', '--tag', 'city']);
+    const res = await tether(acme, [
+      'fleet',
+      'groups',
+      'create',
+      'Berlin Vans',
+      '--description',
+      'last mile',
+      '--region',
+      'eu-central-1',
+      '--tag',
+      'ev',
+      '--tag',
+      'city',
+    ]);
     expect(res.code).toBe(0);
     const id = /grp_\w+/.exec(res.stdout)![0];
     const api = (await fleet('acme', `/v1/fleet/groups/${id}`)).data;
@@ -96,8 +109,14 @@ describe('fleet groups', () => {
       code: 1,
       stderr: 'tether: a group named "BERLIN VANS" exists in this tenant (GROUP_NAME_CONFLICT)',
     });
-    expect(await tether(acme, ['fleet', 'groups', 'show', 'grp_nope'])).toMatchObject({ code: 1, stderr: 'tether: no group grp_nope in this tenant (GROUP_NOT_FOUND)' });
-    expect(await tether(acme, ['fleet', 'groups', 'show', 'Nowhere'])).toMatchObject({ code: 1, stderr: 'tether: no group named "Nowhere" in tenant acme (GROUP_NOT_FOUND)' });
+    expect(await tether(acme, ['fleet', 'groups', 'show', 'grp_nope'])).toMatchObject({
+      code: 1,
+      stderr: 'tether: no group grp_nope in this tenant (GROUP_NOT_FOUND)',
+    });
+    expect(await tether(acme, ['fleet', 'groups', 'show', 'Nowhere'])).toMatchObject({
+      code: 1,
+      stderr: 'tether: no group named "Nowhere" in tenant acme (GROUP_NOT_FOUND)',
+    });
     const invalid = await tether(acme, ['fleet', 'groups', 'create', 'Bad Region', '--region', 'EU Central']);
     expect(invalid.code).toBe(1);
     expect(invalid.stderr.split('\n')).toEqual(['tether: invalid request (VALIDATION_ERROR):', expect.stringMatching(/^ {2}region: /)]);

@@ -161,7 +161,7 @@ describe('user and token commands', () => {
     expect(users.map((u) => u.username)).not.toContain('op-carl');
   });
 
-  it('token list shows your tokens (marking the one in use), --all everyone\'s; token revoke ends one', async () => {
+  it("token list shows your tokens (marking the one in use), --all everyone's; token revoke ends one", async () => {
     await stack.admin.post('/v1/users', { username: 'op-eve', role: 'developer', password: 'eve passphrase' });
     const first = await loggedIn('op-eve', 'eve passphrase');
     const second = await loggedIn('op-eve', 'eve passphrase');

@@ -35,10 +35,14 @@ const sha = (file: string) => createHash('sha256').update(readFileSync(file)).di
 describe('login and token', () => {
   it('stores a user token (mode 0600) and prints it; TETHER_TOKEN overrides it', async () => {
     await stack.admin.post('/v1/users', { username: 'cli-user', role: 'developer', password: 'a long passphrase' });
-    const login = await tether(['login', '--server', stack.url, '--username', 'cli-user', '--password-stdin'], {
-      TETHER_SERVER: undefined,
-      TETHER_TOKEN: undefined,
-    }, 'a long passphrase\n');
+    const login = await tether(
+      ['login', '--server', stack.url, '--username', 'cli-user', '--password-stdin'],
+      {
+        TETHER_SERVER: undefined,
+        TETHER_TOKEN: undefined,
+      },
+      'a long passphrase\n',
+    );
     expect(login.code).toBe(0);
     expect(login.stderr).toContain('logged in to');
     const file = join(configHome, 'tether', 'config.json');
@@ -231,7 +235,10 @@ describe('cp', () => {
     expect(readFileSync(join(root, 'made-dir', 'one.txt'), 'utf8')).toBe('one\n');
     // its parent must exist, and a file of that name is not a directory
     const deep = await tether(['cp', join(local, 'one.txt'), 'cli-1:/no/such/parent/']);
-    expect(deep).toMatchObject({ code: 1, stderr: expect.stringMatching(/\/no\/such under the files root .* of cli-1.*\(a destination ending in \/ is created, not its parents\)/) });
+    expect(deep).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/\/no\/such under the files root .* of cli-1.*\(a destination ending in \/ is created, not its parents\)/),
+    });
     expect(lstatSync(join(root, 'no'), { throwIfNoEntry: false })).toBeUndefined();
     const onFile = await tether(['cp', join(local, 'one.txt'), 'cli-1:/made-dir/one.txt/']);
     expect(onFile).toMatchObject({ code: 1, stderr: expect.stringContaining('not a directory on cli-1: /made-dir/one.txt/') });

@@ -91,7 +91,7 @@ describe('the bus set up as docs/cluster.md says', () => {
     expect(readFileSync(`${dir}/edge-1.creds`, 'utf8')).toMatch(/-----BEGIN NATS USER JWT-----[\s\S]+-----BEGIN USER NKEY SEED-----/);
   });
 
-  it('adding an edge later keeps every existing node\'s credentials working, with no restart of the bus', async () => {
+  it("adding an edge later keeps every existing node's credentials working, with no restart of the bus", async () => {
     const before = readFileSync(await cluster.nats.creds('edge-1'), 'utf8');
     const late = await cluster.nats.creds('edge-late'); // runs `tether cluster nats-config` again
     expect(readFileSync(await cluster.nats.creds('edge-1'), 'utf8')).toBe(before);
@@ -100,16 +100,22 @@ describe('the bus set up as docs/cluster.md says', () => {
     expect(await metric(edge1.url, 'tether_cluster_bus_up')).toBe(1);
   });
 
-  it('a client without a node\'s credentials cannot connect at all', async () => {
+  it("a client without a node's credentials cannot connect at all", async () => {
     await expect(connect({ servers: cluster.nats.url, timeout: 3000, reconnect: false })).rejects.toThrow(/Authorization Violation/);
-    await expect(connect({ servers: cluster.nats.url, user: 'tether', pass: 'tether', timeout: 3000, reconnect: false })).rejects.toThrow(/Authorization Violation/);
+    await expect(connect({ servers: cluster.nats.url, user: 'tether', pass: 'tether', timeout: 3000, reconnect: false })).rejects.toThrow(
+      /Authorization Violation/,
+    );
   });
 });
 
-describe('a stolen edge\'s credentials', () => {
-  it('cannot read other nodes\' traffic, nor answer for the control node or another node', async () => {
+describe("a stolen edge's credentials", () => {
+  it("cannot read other nodes' traffic, nor answer for the control node or another node", async () => {
     for (const subject of ['>', 'tether.control.>', 'tether.control.*.agent-auth', 'tether.node.edge-1', '_INBOX.control.>', '_INBOX.edge-1.>']) {
-      const nc = await connect({ servers: cluster.nats.url, authenticator: credsAuthenticator(readFileSync(await cluster.nats.creds('edge-thief'))), inboxPrefix: '_INBOX.edge-thief' });
+      const nc = await connect({
+        servers: cluster.nats.url,
+        authenticator: credsAuthenticator(readFileSync(await cluster.nats.creds('edge-thief'))),
+        inboxPrefix: '_INBOX.edge-thief',
+      });
       const errors: string[] = [];
       void (async () => {
         for await (const s of nc.status()) if (s.type === 'error') errors.push(s.error.message);
@@ -121,7 +127,11 @@ describe('a stolen edge\'s credentials', () => {
     }
     // Nor race the control node's answers into another node's replies, nor send commands or broadcasts.
     for (const subject of ['_INBOX.edge-1.x.y', '_INBOX.control.x.y', 'tether.node.edge-1', 'tether.broadcast', 'tether.control.edge-1.presence']) {
-      const nc = await connect({ servers: cluster.nats.url, authenticator: credsAuthenticator(readFileSync(await cluster.nats.creds('edge-thief'))), inboxPrefix: '_INBOX.edge-thief' });
+      const nc = await connect({
+        servers: cluster.nats.url,
+        authenticator: credsAuthenticator(readFileSync(await cluster.nats.creds('edge-thief'))),
+        inboxPrefix: '_INBOX.edge-thief',
+      });
       const errors: string[] = [];
       void (async () => {
         for await (const s of nc.status()) if (s.type === 'error') errors.push(s.error.message);
@@ -136,22 +146,36 @@ describe('a stolen edge\'s credentials', () => {
   it('cannot open a stream on a device another node holds: the control node relays stream.open only for a stream it granted to that node', async () => {
     const shell = await openShell();
     // The original attack, on its old subject: not this node's to publish on.
-    await expect(thief.request('tether.control.stream-open', JSON.stringify({ device_id: 'dev-held', message: { type: 'stream.open' } }), { timeout: 1000 })).rejects.toThrow();
+    await expect(
+      thief.request('tether.control.stream-open', JSON.stringify({ device_id: 'dev-held', message: { type: 'stream.open' } }), { timeout: 1000 }),
+    ).rejects.toThrow();
     // On its own subject, for a session it was never granted: refused, and the agent dials nothing.
-    const reply = await thief.request('tether.control.edge-thief.stream-open', JSON.stringify({ session_id: shell.session_id, stream_id: streamId() }), { timeout: 3000 });
+    const reply = await thief.request('tether.control.edge-thief.stream-open', JSON.stringify({ session_id: shell.session_id, stream_id: streamId() }), {
+      timeout: 3000,
+    });
     expect(reply.json()).toEqual({ sent: false });
     // A heartbeat first (to have a URL the control node would name), then the same: still refused.
     const runId = `edge-thief-${streamId().slice(0, 8)}`;
     await thief.request('tether.control.edge-thief.node', JSON.stringify({ node_id: runId, url: 'http://127.0.0.1:9', agents: 0 }), { timeout: 3000 });
-    const again = await thief.request('tether.control.edge-thief.stream-open', JSON.stringify({ session_id: shell.session_id, stream_id: streamId() }), { timeout: 3000 });
+    const again = await thief.request('tether.control.edge-thief.stream-open', JSON.stringify({ session_id: shell.session_id, stream_id: streamId() }), {
+      timeout: 3000,
+    });
     expect(again.json()).toEqual({ sent: false });
     expect(agent.stderr.join('\n')).not.toContain('127.0.0.1:9');
     // A made-up agent proof or client credential gets nothing either.
-    const auth = await thief.request('tether.control.edge-thief.agent-auth', JSON.stringify({ device_id: 'dev-held', proof: 'x'.repeat(43) }), { timeout: 3000 });
+    const auth = await thief.request('tether.control.edge-thief.agent-auth', JSON.stringify({ device_id: 'dev-held', proof: 'x'.repeat(43) }), {
+      timeout: 3000,
+    });
     expect(auth.json()).toEqual({ ok: false });
-    const grant = await thief.request('tether.control.edge-thief.stream-auth', JSON.stringify({ session_id: shell.session_id, bearer_digest: '0'.repeat(64) }), { timeout: 3000 });
+    const grant = await thief.request(
+      'tether.control.edge-thief.stream-auth',
+      JSON.stringify({ session_id: shell.session_id, bearer_digest: '0'.repeat(64) }),
+      { timeout: 3000 },
+    );
     expect(grant.json()).toMatchObject({ ok: false });
-    expect((await cluster.admin.get(`/v1/audit/remote-access?session_id=${shell.session_id}`)).body.data.map((e: { event: string }) => e.event)).toEqual(['session.opened']);
+    expect((await cluster.admin.get(`/v1/audit/remote-access?session_id=${shell.session_id}`)).body.data.map((e: { event: string }) => e.event)).toEqual([
+      'session.opened',
+    ]);
     await cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
   });
 
@@ -160,17 +184,28 @@ describe('a stolen edge\'s credentials', () => {
     const refusedBefore = await metric(cluster.control.url, 'tether_cluster_refused_total');
     const rssBefore = rssKiB(cluster.control.proc.pid);
     // The real device, claimed with a made-up proof, then 50,000 devices that do not exist.
-    const claim = (id: string, i: number) => ({ device_id: id, generation: i + 1, since: Date.now() + 60_000, agent_version: '9', forward_allow: null, proof: 'p'.repeat(43) });
+    const claim = (id: string, i: number) => ({
+      device_id: id,
+      generation: i + 1,
+      since: Date.now() + 60_000,
+      agent_version: '9',
+      forward_allow: null,
+      proof: 'p'.repeat(43),
+    });
     await publish('tether.control.edge-thief.presence', { kind: 'changes', node_id: runId, online: [claim('dev-held', 0)], offline: [] });
     for (let part = 0; part < 25; part++) {
       const online = Array.from({ length: 2000 }, (_, i) => claim(`fake-${part}-${i}`, i));
       await publish('tether.control.edge-thief.presence', { kind: 'changes', node_id: runId, online, offline: [] });
     }
-    await waitFor(async () => ((await metric(cluster.control.url, 'tether_cluster_refused_total')) >= refusedBefore + 50_001 ? true : undefined), 'every claim refused', 20_000);
+    await waitFor(
+      async () => ((await metric(cluster.control.url, 'tether_cluster_refused_total')) >= refusedBefore + 50_001 ? true : undefined),
+      'every claim refused',
+      20_000,
+    );
     expect(await metric(cluster.control.url, 'tether_cluster_agents')).toBe(1);
     expect((rssKiB(cluster.control.proc.pid) - rssBefore) / 1024).toBeLessThan(64);
     // Another node's run named in the body: dropped too (only edge-1 speaks for edge-1).
-    await publish('tether.control.edge-thief.presence', { kind: 'snapshot', node_id: (await edgeRun(edge1)), snapshot_id: 'x', online: [], last: true });
+    await publish('tether.control.edge-thief.presence', { kind: 'snapshot', node_id: await edgeRun(edge1), snapshot_id: 'x', online: [], last: true });
     // The device is still reached through edge 1: a client on edge 2 gets its shell, not 4504.
     const shell = await openShell();
     const stream = connectStream(onNode(shell.websocket_url, edge2.url));
@@ -185,7 +220,9 @@ describe('a stolen edge\'s credentials', () => {
 
   it('cannot set byte counters, nor write into a recording, of a session it holds no stream of', async () => {
     const shell = await openShell();
-    const bad = await thief.request('tether.control.edge-thief.bytes', JSON.stringify({ counts: [[shell.session_id, -999_945, 1e15]] }), { timeout: 1000 }).catch(() => undefined);
+    const bad = await thief
+      .request('tether.control.edge-thief.bytes', JSON.stringify({ counts: [[shell.session_id, -999_945, 1e15]] }), { timeout: 1000 })
+      .catch(() => undefined);
     expect(bad).toBeUndefined(); // malformed: dropped, nobody answers
     const ok = await thief.request('tether.control.edge-thief.bytes', JSON.stringify({ counts: [[shell.session_id, 1000, 1000]] }), { timeout: 3000 });
     expect(ok.json()).toEqual({ ok: true }); // acknowledged, and ignored: no stream of it on that node

@@ -22,7 +22,11 @@ beforeAll(async () => {
     TETHER_DEVICE_TOKEN: device.agent_token,
     TETHER_FILES_ROOT: tempDir('tether-idle-root-'),
   });
-  await waitFor(async () => ((await cluster.admin.get('/v1/devices/idle-dev')).body.data.agent_status === 'online' ? true : undefined), 'the agent online', 15_000);
+  await waitFor(
+    async () => ((await cluster.admin.get('/v1/devices/idle-dev')).body.data.agent_status === 'online' ? true : undefined),
+    'the agent online',
+    15_000,
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -45,10 +49,14 @@ describe('a session whose client is on an edge', () => {
     }
     stream.ws.close(1000);
     await stream.closed;
-    const closed = await waitFor(async () => {
-      const record = (await cluster.admin.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data;
-      return record.status === 'closed' ? record : undefined;
-    }, 'the session closed idle', 10_000);
+    const closed = await waitFor(
+      async () => {
+        const record = (await cluster.admin.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data;
+        return record.status === 'closed' ? record : undefined;
+      },
+      'the session closed idle',
+      10_000,
+    );
     expect(closed.close_reason).toBe('idle');
   });
 });

@@ -65,7 +65,14 @@ async function startLayout(): Promise<Layout> {
       return reply.body.data as { session_id: string; websocket_url: string };
     },
     async stop() {
-      if (process.env.DUMP) for (const [n, p] of [['control', cluster.control.proc], ['A', layout.edgeA.proc], ['B', layout.edgeB.proc], ['agent', agent]] as const) console.log(n, p.stderr.slice(-40).join('\n'));
+      if (process.env.DUMP)
+        for (const [n, p] of [
+          ['control', cluster.control.proc],
+          ['A', layout.edgeA.proc],
+          ['B', layout.edgeB.proc],
+          ['agent', agent],
+        ] as const)
+          console.log(n, p.stderr.slice(-40).join('\n'));
       await agent.stop();
       await cluster.stop();
     },
@@ -108,7 +115,8 @@ async function presenceEvents(layout: Layout, deviceId: string) {
       buffer = buffer.slice(end + 2);
       const event = /^event: (.*)$/m.exec(block)?.[1];
       const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (event?.startsWith('agent.') && data && (JSON.parse(data) as { device_id: string }).device_id === deviceId) seen.push({ event, at: performance.now() });
+      if (event?.startsWith('agent.') && data && (JSON.parse(data) as { device_id: string }).device_id === deviceId)
+        seen.push({ event, at: performance.now() });
     }
   });
   return {
@@ -206,7 +214,7 @@ describe('a cluster of one control node and two edges, left as each test found i
     expect(await api.json()).toMatchObject({ error: 'not_found', message: expect.stringContaining('the API is on the control node') });
   });
 
-  it('presence the control node lost is repaired from the edge\'s digest within a few heartbeats', async () => {
+  it("presence the control node lost is repaired from the edge's digest within a few heartbeats", async () => {
     // A wrong report, as if one had been lost: "edge A holds no agents" (sent with A's own
     // credentials: only A may speak for A). The control node takes the device offline; A's next
     // heartbeats carry a digest of its real connections, which differs, so A is asked to resend
@@ -252,10 +260,14 @@ describe('a cluster of one control node and two edges, left as each test found i
     files.ws.close(1000);
     await files.closed;
     // The byte counts reach the session record on the control node.
-    await waitFor(async () => {
-      const s = (await cluster.admin.get(`/v1/remote-access/sessions/${transfer.session_id}`)).body.data;
-      return s.bytes_from_device > 100 * MiB ? s : undefined;
-    }, 'byte counts from the edge', 10_000);
+    await waitFor(
+      async () => {
+        const s = (await cluster.admin.get(`/v1/remote-access/sessions/${transfer.session_id}`)).body.data;
+        return s.bytes_from_device > 100 * MiB ? s : undefined;
+      },
+      'byte counts from the edge',
+      10_000,
+    );
     await cluster.admin.del(`/v1/remote-access/sessions/${transfer.session_id}`);
     await cluster.admin.del(`/v1/remote-access/sessions/${shell.session_id}`);
   }, 90_000);
@@ -275,14 +287,18 @@ describe('a cluster of one control node and two edges, left as each test found i
       10_000,
     );
     let last = '';
-    const text = await waitFor(async () => {
-      const r = await fetch(`${cluster.control.url}/v1/remote-access/sessions/${shell.session_id}/recording?format=text`, {
-        headers: { authorization: `Bearer ${cluster.adminToken}` },
-      });
-      if (r.status === 200) return await r.text();
-      last = `${r.status} ${await r.text()}; the session's recording: ${JSON.stringify((await cluster.admin.get(`/v1/remote-access/sessions/${shell.session_id}`)).body.data.recording)}`;
-      return undefined;
-    }, 'the recording', 20_000).catch((err: Error) => {
+    const text = await waitFor(
+      async () => {
+        const r = await fetch(`${cluster.control.url}/v1/remote-access/sessions/${shell.session_id}/recording?format=text`, {
+          headers: { authorization: `Bearer ${cluster.adminToken}` },
+        });
+        if (r.status === 200) return await r.text();
+        last = `${r.status} ${await r.text()}; the session's recording: ${JSON.stringify((await cluster.admin.get(`/v1/remote-access/sessions/${shell.session_id}`)).body.data.recording)}`;
+        return undefined;
+      },
+      'the recording',
+      20_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; last answer: ${last}`);
     });
     expect(text).toContain('recorded-42');
@@ -466,7 +482,10 @@ describe('the control node restarted', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(seen.length).toBeGreaterThan(10);
-    expect(seen.every((s) => s === 'online'), seen.join(',')).toBe(true);
+    expect(
+      seen.every((s) => s === 'online'),
+      seen.join(','),
+    ).toBe(true);
     expect(await metric(cluster.control.url, 'tether_cluster_nodes')).toBe(3);
     expect(await metric(cluster.control.url, 'tether_cluster_agents')).toBe(1);
     await shellThrough(layout(), edgeB, 'after-restart');

@@ -35,7 +35,15 @@ beforeAll(async () => {
   ({ agent } = await stack.onlineDevice('console-dev', { TETHER_FILES_ROOT: filesRoot }));
   browser = await chromium.launch({
     executablePath,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }, 600_000);
 
@@ -61,7 +69,11 @@ async function signedIn(viewport = { width: 1280, height: 800 }): Promise<Page> 
 /** What the terminal shows, line by line (its buffer, as xterm.js keeps it). */
 const screen = (page: Page) =>
   page.evaluate(() => {
-    const term = (globalThis as unknown as { tetherTerminal: { buffer: { active: { length: number; getLine(i: number): { translateToString(trim: boolean): string } | undefined } } } }).tetherTerminal;
+    const term = (
+      globalThis as unknown as {
+        tetherTerminal: { buffer: { active: { length: number; getLine(i: number): { translateToString(trim: boolean): string } | undefined } } };
+      }
+    ).tetherTerminal;
     const b = term.buffer.active;
     const lines: string[] = [];
     for (let i = 0; i < b.length; i++) lines.push(b.getLine(i)?.translateToString(true) ?? '');
@@ -153,10 +165,11 @@ describe('the console, signed in', () => {
       return { rows: Number(match[1]), cols: Number(match[2]) };
     };
     const before = await size();
-    const dims = () => page.evaluate(() => {
-      const t = (globalThis as unknown as { tetherTerminal: { rows: number; cols: number } }).tetherTerminal;
-      return { rows: t.rows, cols: t.cols };
-    });
+    const dims = () =>
+      page.evaluate(() => {
+        const t = (globalThis as unknown as { tetherTerminal: { rows: number; cols: number } }).tetherTerminal;
+        return { rows: t.rows, cols: t.cols };
+      });
     expect(before).toEqual(await dims());
     await page.setViewportSize({ width: 900, height: 600 });
     await expect.poll(dims).not.toEqual(before);
@@ -199,7 +212,9 @@ describe('the console, signed in', () => {
 
   it('lists sessions with their recordings, plays one, and shows the audit', async () => {
     // A shell session of its own, recorded (shells are by default), with output to look for.
-    const open = (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=shell&status=open')).body.data as Array<{ session_id: string }>;
+    const open = (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=shell&status=open')).body.data as Array<{
+      session_id: string;
+    }>;
     for (const o of open) await stack.admin.del(`/v1/remote-access/sessions/${o.session_id}`);
     const created = await stack.admin.post('/v1/remote-access/sessions', { device_id: 'console-dev', protocol: 'shell' });
     expect(created.status, created.text).toBe(201);
@@ -217,7 +232,9 @@ describe('the console, signed in', () => {
     );
     // The recording holds the output (the API's business, checked in recordings.test.ts); what follows is the console's.
     await waitFor(async () => {
-      const r = await fetch(`${stack.url}/v1/remote-access/sessions/${recorded.session_id}/recording?format=text`, { headers: { authorization: `Bearer ${stack.adminToken}` } });
+      const r = await fetch(`${stack.url}/v1/remote-access/sessions/${recorded.session_id}/recording?format=text`, {
+        headers: { authorization: `Bearer ${stack.adminToken}` },
+      });
       return r.status === 200 && (await r.text()).includes('played-42');
     }, 'the output in the recording');
 
@@ -295,8 +312,7 @@ describe('one shell per device', () => {
 
 describe('signing out', () => {
   it('revokes the token the console obtained with the password', async () => {
-    const active = async () =>
-      ((await stack.admin.get('/v1/tokens?username=ops-ann')).body.data as Array<{ token_id: string }>).map((t) => t.token_id);
+    const active = async () => ((await stack.admin.get('/v1/tokens?username=ops-ann')).body.data as Array<{ token_id: string }>).map((t) => t.token_id);
     const before = await active();
     const page = await signedIn();
     const mine = (await active()).filter((id) => !before.includes(id));
@@ -314,7 +330,9 @@ describe('another origin', () => {
   afterAll(() => new Promise<void>((r) => other?.close(() => r())));
 
   it('is not another loopback name of the server: a page at localhost opens a stream of a server on 127.0.0.1', async () => {
-    const open = (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=diagnostics&status=open')).body.data as Array<{ session_id: string }>;
+    const open = (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=diagnostics&status=open')).body.data as Array<{
+      session_id: string;
+    }>;
     for (const o of open) await stack.admin.del(`/v1/remote-access/sessions/${o.session_id}`);
     const created = await stack.admin.post('/v1/remote-access/sessions', { device_id: 'console-dev', protocol: 'diagnostics' });
     expect(created.status, created.text).toBe(201);
@@ -339,7 +357,9 @@ describe('another origin', () => {
   });
 
   it('cannot open a session stream, even with its ticket', async () => {
-    const open = (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=shell&status=open')).body.data as Array<{ session_id: string }>;
+    const open = (await stack.admin.get('/v1/remote-access/sessions?device_id=console-dev&protocol=shell&status=open')).body.data as Array<{
+      session_id: string;
+    }>;
     for (const o of open) await stack.admin.del(`/v1/remote-access/sessions/${o.session_id}`);
     const s = (await stack.admin.post('/v1/remote-access/sessions', { device_id: 'console-dev', protocol: 'shell' })).body.data;
     // A page served from another origin tries the stream in a real browser.
@@ -364,7 +384,13 @@ describe('another origin', () => {
     // What the browser was told, asked by hand: 403.
     const status = await new Promise<number>((done) => {
       const req = request(s.websocket_url.replace(/^ws/, 'http'), {
-        headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64'), origin: 'http://evil.example' },
+        headers: {
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': randomBytes(16).toString('base64'),
+          origin: 'http://evil.example',
+        },
       });
       req.on('response', (res) => done(res.statusCode!));
       req.on('upgrade', () => done(101));

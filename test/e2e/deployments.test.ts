@@ -18,7 +18,6 @@ beforeAll(async () => {
 });
 afterAll(() => stack.stop());
 
-
 const apply = (c: Client, env: string, yaml: string, query = '') =>
   c.raw('POST', `/v1/services?env=${env}${query}`, yaml, { 'content-type': 'application/yaml' });
 
@@ -81,22 +80,62 @@ describe('apply', () => {
     ['no service.image', ssd().replace(/ {2}image: \S+\n/, ''), [missing('service.image')]],
     ['no deployment', ssd().replace(/^deployment:\n {2}replicas: 2\n/m, ''), [missing('deployment')]],
     ['no replicas', ssd().replace('  replicas: 2\n', '  strategy: rolling\n'), [missing('deployment.replicas')]],
-    ['replicas as a string', ssd().replace('replicas: 2', 'replicas: "two"'), [{ path: 'deployment.replicas', message: expect.stringContaining('expected number') }]],
+    [
+      'replicas as a string',
+      ssd().replace('replicas: 2', 'replicas: "two"'),
+      [{ path: 'deployment.replicas', message: expect.stringContaining('expected number') }],
+    ],
     ['fractional replicas', ssd().replace('replicas: 2', 'replicas: 1.5'), [{ path: 'deployment.replicas', message: 'must be a whole number' }]],
     ['too many replicas', ssd().replace('replicas: 2', 'replicas: 1001'), [{ path: 'deployment.replicas', message: expect.any(String) }]],
     ['an upper-case name', ssd().replace('name: web', 'name: Web_App'), [{ path: 'service.name', message: expect.stringContaining('DNS label') }]],
-    ['an image without a tag', ssd().replace(/image: \S+/, 'image: registry.example.com/platform/web'), [{ path: 'service.image', message: expect.stringContaining('host/repository/name:tag') }]],
-    ['an image with a non-semver tag', ssd().replace(/image: \S+/, 'image: registry.example.com/platform/web:latest'), [{ path: 'service.image', message: expect.any(String) }]],
+    [
+      'an image without a tag',
+      ssd().replace(/image: \S+/, 'image: registry.example.com/platform/web'),
+      [{ path: 'service.image', message: expect.stringContaining('host/repository/name:tag') }],
+    ],
+    [
+      'an image with a non-semver tag',
+      ssd().replace(/image: \S+/, 'image: registry.example.com/platform/web:latest'),
+      [{ path: 'service.image', message: expect.any(String) }],
+    ],
     ['an image without a registry host', ssd().replace(/image: \S+/, 'image: web:1.0.0'), [{ path: 'service.image', message: expect.any(String) }]],
-    ['an http broker URL', ssd().replace('wss://broker.example.com/ws', 'https://broker.example.com/ws'), [{ path: 'remote-access.broker-url', message: 'must be a ws:// or wss:// URL' }]],
-    ['an unknown protocol', ssd().replace('[diagnostics, shell]', '[diagnostics, telnet]'), [{ path: 'remote-access.protocols[1]', message: expect.stringContaining('expected one of') }]],
+    [
+      'an http broker URL',
+      ssd().replace('wss://broker.example.com/ws', 'https://broker.example.com/ws'),
+      [{ path: 'remote-access.broker-url', message: 'must be a ws:// or wss:// URL' }],
+    ],
+    [
+      'an unknown protocol',
+      ssd().replace('[diagnostics, shell]', '[diagnostics, telnet]'),
+      [{ path: 'remote-access.protocols[1]', message: expect.stringContaining('expected one of') }],
+    ],
     ['no protocols', ssd().replace('[diagnostics, shell]', '[]'), [{ path: 'remote-access.protocols', message: 'must name at least one protocol' }]],
-    ['enabled as a string', ssd().replace('enabled: true', 'enabled: "yes"'), [{ path: 'remote-access.enabled', message: expect.stringContaining('expected boolean') }]],
-    ['a lowercase vault env name', ssd().replace('env: WEB_TOKEN', 'env: web_token'), [{ path: 'secrets.vault[0].env', message: expect.stringContaining('environment variable name') }]],
-    ['a lowercase config env name', ssd().replace('LOG_LEVEL: info', 'log_level: info'), [{ path: 'config.env.log_level', message: expect.stringContaining('environment variable name') }]],
-    ['a config value that is a number', ssd().replace('"3600"', '3600'), [{ path: 'config.env.SESSION_TTL_SECONDS', message: 'must be a string (quote numbers and booleans)' }]],
+    [
+      'enabled as a string',
+      ssd().replace('enabled: true', 'enabled: "yes"'),
+      [{ path: 'remote-access.enabled', message: expect.stringContaining('expected boolean') }],
+    ],
+    [
+      'a lowercase vault env name',
+      ssd().replace('env: WEB_TOKEN', 'env: web_token'),
+      [{ path: 'secrets.vault[0].env', message: expect.stringContaining('environment variable name') }],
+    ],
+    [
+      'a lowercase config env name',
+      ssd().replace('LOG_LEVEL: info', 'log_level: info'),
+      [{ path: 'config.env.log_level', message: expect.stringContaining('environment variable name') }],
+    ],
+    [
+      'a config value that is a number',
+      ssd().replace('"3600"', '3600'),
+      [{ path: 'config.env.SESSION_TTL_SECONDS', message: 'must be a string (quote numbers and booleans)' }],
+    ],
     ['an unknown top-level key', ssd({ extra: 'extras: true' }), [{ path: 'extras', message: 'unknown key' }]],
-    ['an unknown nested key', ssd().replace('  replicas: 2\n', '  replicas: 2\n  autoscale: true\n'), [{ path: 'deployment.autoscale', message: 'unknown key' }]],
+    [
+      'an unknown nested key',
+      ssd().replace('  replicas: 2\n', '  replicas: 2\n  autoscale: true\n'),
+      [{ path: 'deployment.autoscale', message: 'unknown key' }],
+    ],
     ['a canary weight of 100', ssd({ strategy: 'canary', weight: 100 }), [{ path: 'deployment.canary.weight', message: expect.any(String) }]],
   ])('422 invalid_spec for %s, with its path', async (_name, yaml, details) => {
     const res = await apply(dev, 'dev', yaml);
@@ -135,12 +174,24 @@ describe('apply', () => {
       { path: 'd[0]', message: aliasLimit, line: 4 },
     ],
     ['an alias without an anchor', `${ssd()}extra: *nope\n`, { path: 'extra', message: expect.stringContaining('unknown alias *nope'), line: 19 }],
-    ['an alias inside its own anchor', 'service: &s\n  name: *s\n', { path: 'service.name', message: expect.stringContaining('refers to a node that contains it'), line: 2 }],
-    ['a YAML 1.1 merge of a scalar', `%YAML 1.1\n---\nx: &x 1\n${ssd()}y:\n  <<: *x\n`, { path: '(root)', message: expect.stringContaining('the YAML cannot be turned into values') }],
+    [
+      'an alias inside its own anchor',
+      'service: &s\n  name: *s\n',
+      { path: 'service.name', message: expect.stringContaining('refers to a node that contains it'), line: 2 },
+    ],
+    [
+      'a YAML 1.1 merge of a scalar',
+      `%YAML 1.1\n---\nx: &x 1\n${ssd()}y:\n  <<: *x\n`,
+      { path: '(root)', message: expect.stringContaining('the YAML cannot be turned into values') },
+    ],
     ['a duplicate key', ssd().replace('  name: web\n', '  name: web\n  name: web2\n'), { path: 'service.name', message: 'duplicate key', line: 3 }],
     ['a collection as a key', `${ssd()}? [a, b]\n: 1\n`, { path: '(root)', message: expect.stringContaining('keys must be plain values'), line: 19 }],
     ['flow collections 100,000 deep', '['.repeat(100_000) + ']'.repeat(100_000), { path: '(root)', message: 'nesting is limited to 32 levels', line: 1 }],
-    ['block mappings 1,000 deep', Array.from({ length: 1000 }, (_, i) => `${' '.repeat(i)}a:`).join('\n'), { path: '(root)', message: 'nesting is limited to 32 levels', line: 33 }],
+    [
+      'block mappings 1,000 deep',
+      Array.from({ length: 1000 }, (_, i) => `${' '.repeat(i)}a:`).join('\n'),
+      { path: '(root)', message: 'nesting is limited to 32 levels', line: 33 },
+    ],
     ['100,000 nested compact sequences', `${'- '.repeat(100_000)}x\n`, { path: '(root)', message: 'nesting is limited to 32 levels', line: 1 }],
   ])('hostile YAML: 422 invalid_spec for %s, never a 500', async (_name, yaml, detail) => {
     // Three times: a deep document used to pass once and then abort the whole server process.
@@ -430,7 +481,12 @@ describe('a promoted canary is healthy, whenever it is promoted (seed 3.2, 3.5)'
     expect(refused.body).toMatchObject({ error: 'conflict', status: 409 });
     expect(refused.body.message).toMatch(new RegExp(`^canary v2\\.0\\.0 of ${name} in dev has \\d of 10 replicas ready; promote it once all are ready$`));
     const after = await read(slow.admin, name);
-    expect(after).toMatchObject({ status: 'deploying', current_revision: 'v1.0.0', gitops_sync_status: 'OutOfSync', canary: { revision: 'v2.0.0', weight: 20 } });
+    expect(after).toMatchObject({
+      status: 'deploying',
+      current_revision: 'v1.0.0',
+      gitops_sync_status: 'OutOfSync',
+      canary: { revision: 'v2.0.0', weight: 20 },
+    });
     expect(after.replicas.ready).toBeLessThan(10);
     const events = (await slow.admin.get(`/v1/audit/deployments?service=${name}`)).body.data.map((e: any) => e.event);
     expect(events).not.toContain('canary.promoted');

@@ -129,7 +129,10 @@ describe('log.tail replies that would not fit in one frame', () => {
   const expected = numberedLines(LINES, 'a');
   const expectedControl = numberedLines(LINES, '\x01');
 
-  for (const [file, lines] of [['big.log', expected], ['control.log', expectedControl]] as const) {
+  for (const [file, lines] of [
+    ['big.log', expected],
+    ['control.log', expectedControl],
+  ] as const) {
     it(`keeps the newest lines of ${file} within the cap and says so`, async () => {
       const r = await ask(client, 'log.tail', { path: join(logDir, file), lines: LINES });
       expect(r.ok).toBe(true);
@@ -163,10 +166,18 @@ describe('log.tail paths outside the log dirs', () => {
   beforeAll(freshStream);
   it('gives the same answer whether or not they exist', async () => {
     const paths = [
-      '/etc/passwd', '/etc', outside, join(outside, 'secret.log'), // exist
-      '/etc/nope', '/nonexistent/x', join(outside, 'nope.log'), `${logDir}/../nope.log`, // do not
-      join(logDir, 'etc-link', 'passwd'), join(logDir, 'etc-link', 'nope'), // through a link leading out
-      join(logDir, 'sneaky.log'), join(logDir, 'dangling-out.log'), // links leading out, to a file and to nothing
+      '/etc/passwd',
+      '/etc',
+      outside,
+      join(outside, 'secret.log'), // exist
+      '/etc/nope',
+      '/nonexistent/x',
+      join(outside, 'nope.log'),
+      `${logDir}/../nope.log`, // do not
+      join(logDir, 'etc-link', 'passwd'),
+      join(logDir, 'etc-link', 'nope'), // through a link leading out
+      join(logDir, 'sneaky.log'),
+      join(logDir, 'dangling-out.log'), // links leading out, to a file and to nothing
     ];
     const shapes = new Set<string>();
     for (const path of paths) {

@@ -70,9 +70,7 @@ describe('diagnostics', () => {
   it('process.list finds the agent itself and honours the limit', async () => {
     const { result } = await client.request('process.list', { limit: 1000 });
     // the agent this test file started: a child of this process
-    const agent = result.processes.find(
-      (p: { command: string; ppid: number }) => p.command.includes('tether.cjs agent') && p.ppid === process.pid,
-    );
+    const agent = result.processes.find((p: { command: string; ppid: number }) => p.command.includes('tether.cjs agent') && p.ppid === process.pid);
     expect(agent).toMatchObject({ user: os.userInfo().username, pid: expect.any(Number) });
     expect(agent.rss).toBeGreaterThan(1024 * 1024);
     expect((await client.request('process.list', { limit: 3 })).result.processes).toHaveLength(3);
@@ -88,7 +86,13 @@ describe('diagnostics', () => {
   });
 
   it('log.tail refuses paths outside the log dirs, through .. or symlinks', async () => {
-    for (const path of [join(outside, 'secret.log'), `${logDir}/../${outside.split('/').pop()}/secret.log`, join(logDir, 'sneaky.log'), join(logDir, 'zero.log'), '/etc/passwd']) {
+    for (const path of [
+      join(outside, 'secret.log'),
+      `${logDir}/../${outside.split('/').pop()}/secret.log`,
+      join(logDir, 'sneaky.log'),
+      join(logDir, 'zero.log'),
+      '/etc/passwd',
+    ]) {
       const r = await client.request('log.tail', { path });
       expect(r, path).toMatchObject({ ok: false, error: { code: 'path_outside_root' } });
     }

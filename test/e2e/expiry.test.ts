@@ -17,16 +17,19 @@ beforeAll(async () => {
 afterAll(() => stack.stop());
 
 it('expires a session when its TTL elapses and tells the agent', async () => {
-  const s = (await stack.admin.post('/v1/remote-access/sessions', { device_id: 'ttl-1', protocol: 'diagnostics', ttl_seconds: 60 }))
-    .body.data;
+  const s = (await stack.admin.post('/v1/remote-access/sessions', { device_id: 'ttl-1', protocol: 'diagnostics', ttl_seconds: 60 })).body.data;
   await agent.waitForLine(new RegExp(`"session opened".*${s.session_id}`));
   expect((await stack.admin.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data.status).toBe('open');
 
   offset += 61_000; // a minute passes
-  const closed = await waitFor(async () => {
-    const got = (await stack.admin.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data;
-    return got.status === 'closed' && got;
-  }, 'the session to expire', 10_000);
+  const closed = await waitFor(
+    async () => {
+      const got = (await stack.admin.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data;
+      return got.status === 'closed' && got;
+    },
+    'the session to expire',
+    10_000,
+  );
   expect(closed).toMatchObject({ close_reason: 'expired' });
   const events = (await stack.admin.get(`/v1/audit/remote-access?session_id=${s.session_id}`)).body.data;
   expect(events.map((e: { event: string; actor: string }) => [e.event, e.actor])).toEqual([

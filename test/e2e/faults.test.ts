@@ -209,7 +209,10 @@ describe('500 agents and a server restart', () => {
     const restartedAt = Date.now();
     try {
       await waitFor(() => events.filter((e) => e.event === 'reconnected').length >= count, 'every agent back', 60_000);
-      const times = events.filter((e) => e.event === 'reconnected').map((e) => e.at - restartedAt).sort((a, b) => a - b);
+      const times = events
+        .filter((e) => e.event === 'reconnected')
+        .map((e) => e.at - restartedAt)
+        .sort((a, b) => a - b);
       const at = (p: number) => times[Math.min(times.length - 1, Math.floor(p * times.length))]!;
       // The busiest quarter second holds a small share of the agents, not all of them at once.
       let busiest = 0;

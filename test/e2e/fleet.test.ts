@@ -144,7 +144,7 @@ describe('vehicles', () => {
 });
 
 describe('assignment', () => {
-  it('assigns and moves vehicles, keeping both counts right; lists a group\'s vehicles', async () => {
+  it("assigns and moves vehicles, keeping both counts right; lists a group's vehicles", async () => {
     const a = (await acme.post('/v1/fleet/groups', { name: 'Move A' })).body.data.group_id;
     const b = (await acme.post('/v1/fleet/groups', { name: 'Move B' })).body.data.group_id;
     const ids: string[] = [];
@@ -213,7 +213,7 @@ describe('assignment', () => {
 });
 
 describe('tenants and scopes', () => {
-  it('another tenant\'s groups and vehicles are 404, exactly like missing ones', async () => {
+  it("another tenant's groups and vehicles are 404, exactly like missing ones", async () => {
     const g = (await acme.post('/v1/fleet/groups', { name: 'Secret' })).body.data.group_id;
     const v = (await acme.post('/v1/fleet/vehicles', { vin: VIN(400) })).body.data.vehicle_id;
     const fromGlobex = await globex.get(`/v1/fleet/groups/${g}`);

@@ -58,9 +58,7 @@ describe('bearer tokens', () => {
   });
 
   it('issues 8-hour user tokens for a password', async () => {
-    expect(
-      (await stack.admin.post('/v1/users', { username: 'ann@example.com', role: 'developer', password: 'correct horse' })).status,
-    ).toBe(201);
+    expect((await stack.admin.post('/v1/users', { username: 'ann@example.com', role: 'developer', password: 'correct horse' })).status).toBe(201);
     const before = Date.now();
     const login = await client(stack.url).post('/v1/auth/token', { username: 'ann@example.com', password: 'correct horse' });
     expect(login.status).toBe(200);
@@ -151,7 +149,11 @@ describe('users and roles', () => {
     expect((await stack.admin.post('/v1/users', { username: 'system' })).status).toBe(400);
     const list = await stack.admin.get('/v1/users');
     expect(list.body.data.find((u: { username: string }) => u.username === 'dup')).toEqual({
-      username: 'dup', role: null, kind: 'human', disabled: false, created_at: expect.any(String),
+      username: 'dup',
+      role: null,
+      kind: 'human',
+      disabled: false,
+      created_at: expect.any(String),
     });
     expect(JSON.stringify(list.body)).not.toContain('password');
   });

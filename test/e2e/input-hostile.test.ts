@@ -65,7 +65,9 @@ function cutRequest(r: BodyRoute, requestId: string, how: 'fin' | 'rst'): Promis
     'X-Request-ID': requestId,
     ...(r.auth ? { Authorization: `Bearer ${stack.adminToken}` } : {}),
   };
-  const head = `${r.method} ${r.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  const head = `${r.method} ${r.path} HTTP/1.1\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
   return new Promise((resolve, reject) => {
     const socket = connect(stack.port, '127.0.0.1', () => {
       socket.write(head + r.partial, () => {

@@ -47,7 +47,10 @@ describe('the OpenAPI document', () => {
       for (const op of Object.values(item)) {
         expect(op.tags, op.operationId).toHaveLength(1);
         expect(op.summary, op.operationId).toBeTruthy();
-        expect(Object.keys(op.responses).some((status) => Number(status) >= 500), op.operationId).toBe(true);
+        expect(
+          Object.keys(op.responses).some((status) => Number(status) >= 500),
+          op.operationId,
+        ).toBe(true);
       }
     }
   });
@@ -77,8 +80,7 @@ describe('the OpenAPI document', () => {
 
 describe('the response check of the end-to-end tests', () => {
   const checker = createResponseChecker(doc);
-  const headers = (more: Record<string, string> = {}) =>
-    new Headers({ 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'r-1', ...more });
+  const headers = (more: Record<string, string> = {}) => new Headers({ 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'r-1', ...more });
   const me = { username: 'ann', role: 'developer', kind: 'human', scopes: ['*'], tenants: [], token_id: 'tok_1', expires_at: null };
   const check = (method: string, path: string, status: number, body: unknown, h = headers()) =>
     checker.checkResponse({ method, path, status, headers: h, text: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -90,7 +92,9 @@ describe('the response check of the end-to-end tests', () => {
   });
 
   it('refuses a field the document does not have', () => {
-    expect(() => check('GET', '/v1/me', 200, { status: 200, data: { ...me, secret: 1 } })).toThrow(/getMe \(GET \/v1\/me\) answered 200[\s\S]*additionalProperty/);
+    expect(() => check('GET', '/v1/me', 200, { status: 200, data: { ...me, secret: 1 } })).toThrow(
+      /getMe \(GET \/v1\/me\) answered 200[\s\S]*additionalProperty/,
+    );
   });
 
   it('refuses a status the operation does not document', () => {

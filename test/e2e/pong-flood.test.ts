@@ -59,7 +59,7 @@ async function floodServer(socket: Socket): Promise<{ sent: number; grown: numbe
 }
 
 describe('a peer that pings and never reads', () => {
-  it('on a session stream leaves the server\'s memory flat, and gets the pong of its latest ping once it reads', async () => {
+  it("on a session stream leaves the server's memory flat, and gets the pong of its latest ping once it reads", async () => {
     const s = (await admin.post('/v1/remote-access/sessions', { device_id: 'pinged', protocol: 'diagnostics' })).body.data;
     const url = new URL(s.websocket_url);
     const ws = await rawUpgrade(server.port, `${url.pathname}${url.search}`);
@@ -77,7 +77,7 @@ describe('a peer that pings and never reads', () => {
     await admin.del(`/v1/remote-access/sessions/${s.session_id}`);
   });
 
-  it('on the agent control channel leaves the server\'s memory flat: the agent is dropped', async () => {
+  it("on the agent control channel leaves the server's memory flat: the agent is dropped", async () => {
     const device = (await admin.post('/v1/devices', { device_id: 'ping-flooder' })).body.data;
     const ws = await rawUpgrade(server.port, AGENT_CONNECT_PATH, {
       protocol: AGENT_SUBPROTOCOL,

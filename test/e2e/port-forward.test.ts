@@ -148,7 +148,11 @@ describe('the API', () => {
     expect(shapes.map((d) => d.path)).toEqual(['targets[0]', 'targets[1]', 'targets[2]', 'targets[3]', 'targets[4]', 'targets[5]']);
     expect(shapes[4]!.message).toContain('brackets');
 
-    const refused = await pe.post('/v1/remote-access/sessions', { device_id: 'pf-dev', protocol: 'port-forward', targets: ['127.0.0.1:22', '10.1.2.3:22', 'db.local:5432'] });
+    const refused = await pe.post('/v1/remote-access/sessions', {
+      device_id: 'pf-dev',
+      protocol: 'port-forward',
+      targets: ['127.0.0.1:22', '10.1.2.3:22', 'db.local:5432'],
+    });
     expect(refused.status).toBe(422);
     expect(refused.body).toMatchObject({ error: 'target_not_allowed', status: 422 });
     expect(refused.body.message).toContain('10.1.2.3:22, db.local:5432');
@@ -156,7 +160,7 @@ describe('the API', () => {
     expect(await sessionsOf('pf-dev')).toEqual([]);
   });
 
-  it("shows and enforces the allow-list an agent announces; the device record shows it too", async () => {
+  it('shows and enforces the allow-list an agent announces; the device record shows it too', async () => {
     const { agent } = await stack.onlineDevice('pf-narrow', { TETHER_FORWARD_ALLOW: '127.0.0.1:5432, db.LOCAL:*' });
     expect((await stack.admin.get('/v1/devices/pf-narrow')).body.data.forward_allow).toEqual(['127.0.0.1:5432', 'db.local:*']);
     const pe = stack.as(engineer);
@@ -228,7 +232,12 @@ describe('tether forward', () => {
     closers.push(() => proc.kill('SIGKILL'));
     await waitFor(() => proc.stdout.join('\n').trim().endsWith('}') && proc.stdout.join('\n'), 'the JSON');
     const printed = JSON.parse(proc.stdout.join('\n'));
-    expect(printed).toMatchObject({ protocol: 'port-forward', device_id: 'pf-dev', targets: ['127.0.0.1:1'], forwards: [{ listen: expect.stringMatching(/^127\.0\.0\.1:\d+$/), target: '127.0.0.1:1' }] });
+    expect(printed).toMatchObject({
+      protocol: 'port-forward',
+      device_id: 'pf-dev',
+      targets: ['127.0.0.1:1'],
+      forwards: [{ listen: expect.stringMatching(/^127\.0\.0\.1:\d+$/), target: '127.0.0.1:1' }],
+    });
     proc.kill('SIGTERM');
     expect((await proc.exited).code).toBe(0);
   });
@@ -436,19 +445,23 @@ describe('tether forward', () => {
     const again = stack.startAgent('pf-restart', token);
     closers.push(() => again.kill('SIGKILL'));
     await stack.waitForStatus('pf-restart', 'online');
-    const after = await waitFor(async () => {
-      const c = await dial(ports[0]!);
-      c.socket.write('after');
-      await Promise.race([c.closed, waitFor(() => c.received().toString() === 'after', 'an echo', 2000).catch(() => {})]);
-      return c.received().toString() === 'after' && c;
-    }, 'a connection through the stream dialled again', 30_000);
+    const after = await waitFor(
+      async () => {
+        const c = await dial(ports[0]!);
+        c.socket.write('after');
+        await Promise.race([c.closed, waitFor(() => c.received().toString() === 'after', 'an echo', 2000).catch(() => {})]);
+        return c.received().toString() === 'after' && c;
+      },
+      'a connection through the stream dialled again',
+      30_000,
+    );
     expect(after.received().toString()).toBe('after');
     expect(proc.child.exitCode).toBeNull();
     proc.kill('SIGTERM');
     expect((await proc.exited).code).toBe(0);
   }, 60_000);
 
-  it('resets a connection idle past the agent\'s idle timeout, saying so', async () => {
+  it("resets a connection idle past the agent's idle timeout, saying so", async () => {
     await stack.onlineDevice('pf-idle', { TETHER_FORWARD_IDLE_TIMEOUT: '1' });
     const svc = await echo();
     const { proc, ports } = await forward('pf-idle', [`0:127.0.0.1:${svc.port}`]);
@@ -478,7 +491,7 @@ describe('the stream, spoken by a raw client', () => {
   /** The payloads of connection `id` in a byte stream of whole records. */
   const payloadOf = (stream: Buffer, id: number): Buffer => {
     const parts: Buffer[] = [];
-    for (let at = 0; at + RECORD_HEADER_BYTES <= stream.length; ) {
+    for (let at = 0; at + RECORD_HEADER_BYTES <= stream.length;) {
       const length = stream.readUInt32BE(at + 4);
       if (stream.readUInt32BE(at) === id) parts.push(stream.subarray(at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + length));
       at += RECORD_HEADER_BYTES + length;
@@ -492,7 +505,7 @@ describe('the stream, spoken by a raw client', () => {
     return Buffer.concat([header, data]);
   };
 
-  it('the agent refuses a target that is not one of the session\'s, and the byte counters are exactly what crossed', async () => {
+  it("the agent refuses a target that is not one of the session's, and the byte counters are exactly what crossed", async () => {
     const svc = await echo();
     const { s, client } = await rawSession([`127.0.0.1:${svc.port}`]);
     client.send({ type: 'open', id: 7, target: '127.0.0.1:1' });
@@ -515,8 +528,7 @@ describe('the stream, spoken by a raw client', () => {
 
   /** Sends within connection 1's window until nothing reads on the device side and no more credit comes. */
   async function fillUntilStalled(client: Awaited<ReturnType<typeof rawSession>>['client']) {
-    const granted = () =>
-      FORWARD_WINDOW + client.messages.filter((m) => m.id === 1 && m.type === 'credit').reduce((n, m) => n + (m.bytes as number), 0);
+    const granted = () => FORWARD_WINDOW + client.messages.filter((m) => m.id === 1 && m.type === 'credit').reduce((n, m) => n + (m.bytes as number), 0);
     let sent = 0;
     let lastGrant = -1;
     let quietSince = Date.now();

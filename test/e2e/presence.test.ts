@@ -72,7 +72,7 @@ describe('presence', () => {
     await stack.waitForStatus('p-frozen', 'online', 10_000);
   });
 
-  it('a replaced connection\'s late close never marks the device offline', async () => {
+  it("a replaced connection's late close never marks the device offline", async () => {
     const token = await stack.addDevice('p-race');
     const first = rawAgent('p-race', token);
     await first.opened;
@@ -153,8 +153,13 @@ describe('device registry', () => {
     expect(created.body.data).toEqual({ device_id: 'r-1', agent_status: 'offline', agent_token: expect.stringMatching(/^tdev_/) });
     expect((await stack.admin.post('/v1/devices', { device_id: 'r-1' })).status).toBe(409);
     expect((await stack.admin.get('/v1/devices/r-1')).body.data).toEqual({
-      device_id: 'r-1', agent_status: 'offline', last_seen_at: null, labels: { site: 'lab' }, agent_version: null,
-      created_at: expect.any(String), forward_allow: null,
+      device_id: 'r-1',
+      agent_status: 'offline',
+      last_seen_at: null,
+      labels: { site: 'lab' },
+      agent_version: null,
+      created_at: expect.any(String),
+      forward_allow: null,
     });
     for (const path of ['/v1/devices/nope', '/v1/devices/nope/agent-status', '/v1/devices/bad%2Fid']) {
       const res = await stack.admin.get(path);

@@ -140,16 +140,89 @@ const HOSTILE_YAML = [
 /** YAML-looking text made of the pieces the library treats specially. */
 const yamlish = fc
   .array(
-    fc.constantFrom(...['a', 'service', ':', ': ', ' ', '  ', '\n', '- ', '[', ']', '{', '}', ',', '&a ', '&b ', '*a', '*b', '*c', '? ', '<<: ', '%YAML 1.1\n---\n', '---\n', '"', "'", '|\n', '>', '!!str ', '!!set ', '!!omap ', '!!pairs ', '!!binary ', '!!timestamp ', '!foo ', '#', '1', '~', '\t']),
+    fc.constantFrom(
+      ...[
+        'a',
+        'service',
+        ':',
+        ': ',
+        ' ',
+        '  ',
+        '\n',
+        '- ',
+        '[',
+        ']',
+        '{',
+        '}',
+        ',',
+        '&a ',
+        '&b ',
+        '*a',
+        '*b',
+        '*c',
+        '? ',
+        '<<: ',
+        '%YAML 1.1\n---\n',
+        '---\n',
+        '"',
+        "'",
+        '|\n',
+        '>',
+        '!!str ',
+        '!!set ',
+        '!!omap ',
+        '!!pairs ',
+        '!!binary ',
+        '!!timestamp ',
+        '!foo ',
+        '#',
+        '1',
+        '~',
+        '\t',
+      ],
+    ),
     { maxLength: 40 },
   )
   .map((pieces) => pieces.join(''));
-const fields = ['device_id', 'protocol', 'ttl_seconds', 'username', 'password', 'role', 'kind', 'scopes', 'tenants', 'name', 'description', 'region', 'tags', 'vin', 'vehicle_id', 'group_id', 'weight', 'labels', '__proto__', 'constructor'];
+const fields = [
+  'device_id',
+  'protocol',
+  'ttl_seconds',
+  'username',
+  'password',
+  'role',
+  'kind',
+  'scopes',
+  'tenants',
+  'name',
+  'description',
+  'region',
+  'tags',
+  'vin',
+  'vehicle_id',
+  'group_id',
+  'weight',
+  'labels',
+  '__proto__',
+  'constructor',
+];
 const jsonObject = fc.dictionary(fc.oneof(fc.constantFrom(...fields), oddString), jsonValue, { maxKeys: 6 });
 const body = fc.oneof(
   jsonObject.map((o) => JSON.stringify(o)),
   jsonValue.map((v) => JSON.stringify(v)),
-  fc.constantFrom('', '{', '{"a":', '[1,2', 'null', '"x"', '{"device_id": "prop-1", "protocol": "shell", "ttl_seconds": "60"}', '\uFEFF{}', '{"a":1,"a":2}', '{"__proto__": {"admin": true}}', '{'.repeat(5000)),
+  fc.constantFrom(
+    '',
+    '{',
+    '{"a":',
+    '[1,2',
+    'null',
+    '"x"',
+    '{"device_id": "prop-1", "protocol": "shell", "ttl_seconds": "60"}',
+    '\uFEFF{}',
+    '{"a":1,"a":2}',
+    '{"__proto__": {"admin": true}}',
+    '{'.repeat(5000),
+  ),
   // YAML for the SSD endpoint: broken syntax, anchors, tags, duplicate keys, a billion laughs
   fc.constantFrom(...HOSTILE_YAML),
   oddString,
@@ -162,8 +235,29 @@ const enc = (s: string): string => {
     return '%ED%A0%80';
   }
 };
-const queryKeys = ['env', 'dry_run', 'page', 'per_page', 'limit', 'status', 'protocol', 'device_id', 'since', 'revision', 'event', 'actor', 'session_id', 'ticket'];
-const query = fc.array(fc.tuple(fc.oneof(fc.constantFrom(...queryKeys), oddString), fc.oneof(oddString, fc.constantFrom('dev', 'prod', '1', '0', '100', '101', 'true', 'open', 'shell'))), { maxLength: 5 });
+const queryKeys = [
+  'env',
+  'dry_run',
+  'page',
+  'per_page',
+  'limit',
+  'status',
+  'protocol',
+  'device_id',
+  'since',
+  'revision',
+  'event',
+  'actor',
+  'session_id',
+  'ticket',
+];
+const query = fc.array(
+  fc.tuple(
+    fc.oneof(fc.constantFrom(...queryKeys), oddString),
+    fc.oneof(oddString, fc.constantFrom('dev', 'prod', '1', '0', '100', '101', 'true', 'open', 'shell')),
+  ),
+  { maxLength: 5 },
+);
 const segment = fc.oneof(
   fc.constantFrom(...['prop-1', 'web', 'tok_unknown', '..', '.', '%2e%2e', '%zz', '%', '%c0%af', '%00', 'a%2Fb', '~', '%20']),
   oddString.filter((s) => s.length < 300).map(enc),
@@ -177,8 +271,24 @@ const authorization = fc.oneof(
   fc.constantFrom('Bearer', 'Bearer ', 'Basic YWRtaW46YWRtaW4=', 'bearer tth_x', 'Bearer tth_' + 'x'.repeat(5000)),
   headerValue,
 );
-const contentType = fc.option(fc.constantFrom('application/json', 'application/yaml', 'text/yaml', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'application/json; charset=utf-16'), { nil: undefined });
-const extraHeaders = fc.dictionary(fc.constantFrom('x-tenant-id', 'x-request-id', 'accept', 'x-forwarded-for', 'content-encoding', 'traceparent', 'if-none-match'), headerValue, { maxKeys: 3 });
+const contentType = fc.option(
+  fc.constantFrom(
+    'application/json',
+    'application/yaml',
+    'text/yaml',
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+    'application/json; charset=latin1',
+    'application/json; charset=utf-16',
+  ),
+  { nil: undefined },
+);
+const extraHeaders = fc.dictionary(
+  fc.constantFrom('x-tenant-id', 'x-request-id', 'accept', 'x-forwarded-for', 'content-encoding', 'traceparent', 'if-none-match'),
+  headerValue,
+  { maxKeys: 3 },
+);
 
 interface Reply {
   status: number;
@@ -248,10 +358,14 @@ describe('every endpoint, any input', () => {
     // The loop above rarely sends a token, an env and a YAML content type together, so hostile
     // YAML seldom reached the parser there: here it always does.
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.constantFrom(...HOSTILE_YAML), yamlish), fc.constantFrom('application/yaml', 'text/yaml', 'application/x-yaml'), async (yaml, type) => {
-        const path = '/v1/services?env=dev&dry_run=true';
-        checkReply('POST', path, await send('POST', path, { authorization: `Bearer ${stack.adminToken}`, 'content-type': type }, yaml));
-      }),
+      fc.asyncProperty(
+        fc.oneof(fc.constantFrom(...HOSTILE_YAML), yamlish),
+        fc.constantFrom('application/yaml', 'text/yaml', 'application/x-yaml'),
+        async (yaml, type) => {
+          const path = '/v1/services?env=dev&dry_run=true';
+          checkReply('POST', path, await send('POST', path, { authorization: `Bearer ${stack.adminToken}`, 'content-type': type }, yaml));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -20,9 +20,7 @@ describe('rate limits', () => {
   it('POST /remote-access/sessions: 30 per minute per user, whatever the outcome', async () => {
     const ann = stack.as(await stack.userToken('rl-ann', 'developer'));
     // 400s and 404s count as much as 201s and 409s
-    const statuses = await burst(30, () =>
-      ann.post('/v1/remote-access/sessions', { device_id: 'rl-nowhere', protocol: 'diagnostics' }),
-    );
+    const statuses = await burst(30, () => ann.post('/v1/remote-access/sessions', { device_id: 'rl-nowhere', protocol: 'diagnostics' }));
     expect(new Set(statuses)).toEqual(new Set([404]));
     const limited = await ann.post('/v1/remote-access/sessions', { device_id: 'rl-dev', protocol: 'diagnostics' });
     expect(limited.status).toBe(429);
@@ -128,9 +126,7 @@ describe('rate limits', () => {
     const anon = client(stack.url);
     expect((await stack.admin.post('/v1/users', { username: 'rl-ria', role: 'developer', password: 'right-password-1' })).status).toBe(201);
     // Another username each, so the per-username limit never applies: only the bound on hashes does.
-    const replies = await Promise.all(
-      Array.from({ length: 80 }, (_, i) => anon.post('/v1/auth/token', { username: `rl-flood-${i}`, password: 'guess' })),
-    );
+    const replies = await Promise.all(Array.from({ length: 80 }, (_, i) => anon.post('/v1/auth/token', { username: `rl-flood-${i}`, password: 'guess' })));
     const statuses = replies.map((r) => r.status);
     const busy = replies.filter((r) => r.status === 429);
     expect(busy.length, `checked: ${statuses.filter((s) => s === 401).length}`).toBeGreaterThan(0);

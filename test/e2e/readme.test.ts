@@ -51,7 +51,10 @@ describe('README.md', () => {
     run.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const code = await new Promise<number | null>((done) => run.once('exit', done));
     expect(code, `${stdout}\n${stderr}`).toBe(0);
-    const answers = stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    const answers = stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
     expect(answers).toMatchObject([
       { status: 201, data: { device_id: 'my-laptop', agent_status: 'offline', agent_token: expect.stringMatching(/^tdev_/) } },
       { status: 200, data: { device_id: 'my-laptop', agent_status: 'online' } },

@@ -45,7 +45,10 @@ async function closeAndRead(s: Stack, token: string, sessionId: string, c: Strea
   expect((await s.as(token).del(`/v1/remote-access/sessions/${sessionId}`)).status).toBe(200);
   await c.closed;
   // The recording is finished once the record says so.
-  await waitFor(async () => (await s.as(token).get(`/v1/remote-access/sessions/${sessionId}`)).body.data.recording?.in_progress === false, 'the recording to finish');
+  await waitFor(
+    async () => (await s.as(token).get(`/v1/remote-access/sessions/${sessionId}`)).body.data.recording?.in_progress === false,
+    'the recording to finish',
+  );
   return s.as(token).get(`/v1/remote-access/sessions/${sessionId}/recording`);
 }
 
@@ -67,13 +70,24 @@ describe('a recorded shell session', () => {
     expect(read.status).toBe(200);
     expect(read.headers.get('content-type')).toBe('application/x-asciicast');
     const cast = parseCastStrict(read.text);
-    expect(cast.header).toMatchObject({ version: 2, width: 100, height: 30, tether: { session_id: session.session_id, device_id: 'rec-dev', user: 'rec-ann' } });
-    expect(Math.abs(cast.header.timestamp as number - Date.now() / 1000)).toBeLessThan(120);
-    const output = cast.events.filter((e) => e[1] === 'o').map((e) => e[2]).join('');
+    expect(cast.header).toMatchObject({
+      version: 2,
+      width: 100,
+      height: 30,
+      tether: { session_id: session.session_id, device_id: 'rec-dev', user: 'rec-ann' },
+    });
+    expect(Math.abs((cast.header.timestamp as number) - Date.now() / 1000)).toBeLessThan(120);
+    const output = cast.events
+      .filter((e) => e[1] === 'o')
+      .map((e) => e[2])
+      .join('');
     expect(output).toBe(c.received().toString('utf8')); // byte for byte what the client saw
     expect(output).toContain('xéy-42');
     expect(cast.events.filter((e) => e[1] === 'r').map((e) => e[2])).toEqual(['100x30', '90x25']);
-    const input = cast.events.filter((e) => e[1] === 'i').map((e) => e[2]).join('');
+    const input = cast.events
+      .filter((e) => e[1] === 'i')
+      .map((e) => e[2])
+      .join('');
     expect(input).toContain('echo xéy-$((6*7))\n'); // TETHER_RECORD_INPUT=1 on this server
 
     const record = (await stack.as(ann).get(`/v1/remote-access/sessions/${session.session_id}`)).body.data.recording;
@@ -111,7 +125,10 @@ describe('a recorded shell session', () => {
       ['rec-ann', 'cast'], // closeAndRead
     ]);
     // sessions with and without recordings, filtered
-    const withRec = (await stack.admin.get('/v1/remote-access/sessions?has_recording=true&per_page=200')).body.data as Array<{ session_id: string; recording: unknown }>;
+    const withRec = (await stack.admin.get('/v1/remote-access/sessions?has_recording=true&per_page=200')).body.data as Array<{
+      session_id: string;
+      recording: unknown;
+    }>;
     expect(withRec.map((s) => s.session_id)).toContain(session.session_id);
     expect(withRec.every((s) => s.recording !== null)).toBe(true);
     const diag = (await stack.admin.post('/v1/remote-access/sessions', { device_id: 'rec-dev', protocol: 'diagnostics' })).body.data;
@@ -136,7 +153,10 @@ describe('a recorded shell session', () => {
     await run(second, 'echo two-$((1+1))', /two-2/);
     const read = await closeAndRead(stack, ann, res.body.data.session_id, second);
     const cast = parseCastStrict(read.text);
-    const output = cast.events.filter((e) => e[1] === 'o').map((e) => e[2]).join('');
+    const output = cast.events
+      .filter((e) => e[1] === 'o')
+      .map((e) => e[2])
+      .join('');
     expect(output).toBe(first.received().toString('utf8') + second.received().toString('utf8'));
     expect(cast.events.filter((e) => e[1] === 'm').map((e) => e[2])).toEqual(['stream 2']);
   });
@@ -203,7 +223,10 @@ describe('limits and settings', () => {
       const { session, c } = await shell(small, token, 'cap-dev');
       // Random bytes do not compress: far past 64 KiB of file.
       await run(c, 'head -c 600000 /dev/urandom | base64 -w 0; echo; echo big-$((2*3))', /big-6/);
-      await waitFor(async () => (await small.as(token).get(`/v1/remote-access/sessions/${session.session_id}`)).body.data.recording?.truncated, 'the recording to be truncated');
+      await waitFor(
+        async () => (await small.as(token).get(`/v1/remote-access/sessions/${session.session_id}`)).body.data.recording?.truncated,
+        'the recording to be truncated',
+      );
       await run(c, 'echo still-$((4+4))', /still-8/); // the session goes on
       const read = await closeAndRead(small, token, session.session_id, c);
       const record = (await small.as(token).get(`/v1/remote-access/sessions/${session.session_id}`)).body.data.recording;
@@ -261,7 +284,9 @@ describe('limits and settings', () => {
       const { session, c } = await shell(low, low.adminToken, 'low-dev');
       await run(c, 'echo served-$((3+3))', /served-6/);
       const read = await closeAndRead(low, low.adminToken, session.session_id, c);
-      expect(parseCastStrict(read.text).events).toEqual([[expect.any(Number), 'm', expect.stringMatching(/^not recorded: .*TETHER_RECORDINGS_MIN_FREE_BYTES/)]]);
+      expect(parseCastStrict(read.text).events).toEqual([
+        [expect.any(Number), 'm', expect.stringMatching(/^not recorded: .*TETHER_RECORDINGS_MIN_FREE_BYTES/)],
+      ]);
       expect((await low.admin.get(`/v1/remote-access/sessions/${session.session_id}`)).body.data.recording).toMatchObject({ truncated: true });
       expect((await low.admin.get('/metrics')).text).toMatch(/^tether_recordings_refused_total\{reason="free_space"\} 1$/m);
     } finally {
@@ -335,7 +360,10 @@ describe('a server killed mid-session', () => {
       await run(c, 'echo before-the-kill-$((3*3))', /before-the-kill-9/);
       const file = join(dataDir, 'recordings', `${s.session_id}.cast.gz`);
       // a batch holding the marker is on disk (batches go every 250 ms)
-      await waitFor(async () => (await admin.get(`/v1/remote-access/sessions/${s.session_id}/recording?format=text`)).text.includes('before-the-kill-9'), 'the batch to be written');
+      await waitFor(
+        async () => (await admin.get(`/v1/remote-access/sessions/${s.session_id}/recording?format=text`)).text.includes('before-the-kill-9'),
+        'the batch to be written',
+      );
       server.proc.kill('SIGKILL');
       await server.proc.exited;
       expect(existsSync(file)).toBe(true);
@@ -349,7 +377,12 @@ describe('a server killed mid-session', () => {
         expect(read.in_progress).toBe(false);
         const cast = await admin.get(`/v1/remote-access/sessions/${s.session_id}/recording`);
         const parsed = parseCastStrict(cast.text);
-        expect(parsed.events.filter((e) => e[1] === 'o').map((e) => e[2]).join('')).toContain('before-the-kill-9');
+        expect(
+          parsed.events
+            .filter((e) => e[1] === 'o')
+            .map((e) => e[2])
+            .join(''),
+        ).toContain('before-the-kill-9');
         const { createHash } = await import('node:crypto');
         expect(read.sha256).toBe(createHash('sha256').update(cast.text).digest('hex'));
         expect(read.bytes).toBe(Buffer.byteLength(cast.text));

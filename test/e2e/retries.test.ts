@@ -78,7 +78,10 @@ describe('Idempotency-Key', () => {
       const body = { username: `idem-race-${i}@example.com`, role: 'developer', password: 'correct horse battery staple' };
       const [a, b] = await Promise.all([stack.admin.post('/v1/users', body, k), stack.admin.post('/v1/users', body, k)]);
       const statuses = [a.status, b.status].sort();
-      expect([[201, 201], [201, 409]]).toContainEqual(statuses);
+      expect([
+        [201, 201],
+        [201, 409],
+      ]).toContainEqual(statuses);
       const conflict = [a, b].find((r) => r.status === 409);
       if (conflict) {
         expect(conflict.body).toMatchObject({ error: 'conflict' });
@@ -195,7 +198,7 @@ describe('a replay is checked as the request itself would be', () => {
     expect(again.body.data.token).toBe(minted.body.data.token);
   });
 
-  it("POST /v1/devices/{id}/agent-token: a lower-privileged token of the same user cannot replay it (it would get the agent token)", async () => {
+  it('POST /v1/devices/{id}/agent-token: a lower-privileged token of the same user cannot replay it (it would get the agent token)', async () => {
     await stack.addDevice('idem-rot');
     const [broad, reader] = await tokensOf('idem-ops', 'administrator', { scopes: ['*'] }, { scopes: ['devices:read'] });
     const k = key('rot');

@@ -85,11 +85,7 @@ describe('secrets', () => {
     await byBearer.waitForOutput(/bearer-ok/);
     expect((await sam.del(`/v1/remote-access/sessions/${shell.session_id}`)).status).toBe(200);
     await byBearer.closed;
-    const listings = [
-      await admin.get('/v1/tokens?all=true&status=all&per_page=200'),
-      await sam.get('/v1/tokens?status=all'),
-      await admin.get('/v1/users'),
-    ];
+    const listings = [await admin.get('/v1/tokens?all=true&status=all&per_page=200'), await sam.get('/v1/tokens?status=all'), await admin.get('/v1/users')];
     for (const res of listings) expect(res.status).toBe(200);
     const listed = listings.map((res) => res.text).join('\n');
     expect(listed).toContain(serviceToken.token_id); // the listing does show the tokens, revoked ones included
@@ -98,7 +94,17 @@ describe('secrets', () => {
     await server.stop();
 
     const secrets = {
-      adminToken, samToken, reloginToken, serviceToken: serviceToken.token as string, agentToken, ticket, password, wrongPassword, newPassword, forgedToken, idempotencyKey,
+      adminToken,
+      samToken,
+      reloginToken,
+      serviceToken: serviceToken.token as string,
+      agentToken,
+      ticket,
+      password,
+      wrongPassword,
+      newPassword,
+      forgedToken,
+      idempotencyKey,
     };
     for (const [name, secret] of Object.entries(secrets)) {
       expect(listed.includes(secret), `${name} in a listing`).toBe(false);

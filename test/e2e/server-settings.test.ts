@@ -16,7 +16,10 @@ describe('tether server settings', () => {
     const dataDir = join(tempDir(), 'data');
     const proc = startProcess(['server'], { TETHER_LISTN: '127.0.0.1:0', TETHER_DATA_DIR: dataDir });
     // a server that ignored the typo would listen (on the default port): fail at once then
-    const listening = proc.waitForLine(/^tether listening on /, 30_000).then(() => 'listening', () => 'timed out');
+    const listening = proc.waitForLine(/^tether listening on /, 30_000).then(
+      () => 'listening',
+      () => 'timed out',
+    );
     expect(await Promise.race([proc.exited, listening])).toEqual({ code: 2, signal: null });
     expect(proc.stderr.join('\n')).toContain('TETHER_LISTN: unknown setting; did you mean TETHER_LISTEN?');
     expect(existsSync(dataDir)).toBe(false);

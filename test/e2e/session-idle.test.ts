@@ -25,10 +25,14 @@ const open = async () => {
 };
 const record = async (id: string) => (await stack.admin.get(`/v1/remote-access/sessions/${id}`)).body.data;
 const closedRecord = (id: string) =>
-  waitFor(async () => {
-    const s = await record(id);
-    return s.status === 'closed' && s;
-  }, `session ${id} to close`, 10_000);
+  waitFor(
+    async () => {
+      const s = await record(id);
+      return s.status === 'closed' && s;
+    },
+    `session ${id} to close`,
+    10_000,
+  );
 const audit = async (id: string) =>
   (await stack.admin.get(`/v1/audit/remote-access?session_id=${id}`)).body.data.map((e: { event: string; actor: string; reason: string | null }) => [
     e.event,

@@ -110,7 +110,7 @@ describe('opening a session', () => {
     await dev.del(`/v1/remote-access/sessions/${res.body.data.session_id}`);
   });
 
-  it('403 below the protocol\'s minimum role, naming the role', async () => {
+  it("403 below the protocol's minimum role, naming the role", async () => {
     const shell = await open(dev, { device_id: 'dev-a', protocol: 'shell' });
     expect(shell.status).toBe(403);
     expect(shell.body).toMatchObject({ error: 'forbidden', status: 403 });
@@ -180,9 +180,7 @@ describe('opening a session', () => {
   });
 
   it('racing opens give exactly one 201', async () => {
-    const users = await Promise.all(
-      Array.from({ length: 8 }, async (_, i) => stack.as(await stack.userToken(`racer-${i}`, 'developer'))),
-    );
+    const users = await Promise.all(Array.from({ length: 8 }, async (_, i) => stack.as(await stack.userToken(`racer-${i}`, 'developer'))));
     const results = await Promise.all(users.map((u) => open(u, { device_id: 'dev-b', protocol: 'diagnostics' })));
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
@@ -231,9 +229,7 @@ describe('reading and closing sessions', () => {
     expect(again.body).toMatchObject({ error: 'not_found', status: 404 });
     expect((await dev.del('/v1/remote-access/sessions/sess-aaaaaaaaaaaaaaaaaaaa')).status).toBe(404);
     expect((await dev.get('/v1/remote-access/sessions/sess-aaaaaaaaaaaaaaaaaaaa')).status).toBe(404);
-    expect(
-      (await stack.admin.get(`/v1/audit/remote-access?session_id=${s.session_id}&event=session.closed`)).body.meta.total,
-    ).toBe(1);
+    expect((await stack.admin.get(`/v1/audit/remote-access?session_id=${s.session_id}&event=session.closed`)).body.meta.total).toBe(1);
   });
 
   it('lists own sessions for developers, all for administrators, with filters and paging', async () => {
@@ -246,10 +242,7 @@ describe('reading and closing sessions', () => {
     const own = await devOther.get('/v1/remote-access/sessions');
     expect(own.status).toBe(200);
     expect(own.body.data.every((s: { opened_by: string }) => s.opened_by === 'omar@example.com')).toBe(true);
-    expect(own.body.data.map((s: { session_id: string }) => s.session_id).slice(0, 2)).toEqual([
-      mine[1].session_id,
-      mine[0].session_id,
-    ]);
+    expect(own.body.data.map((s: { session_id: string }) => s.session_id).slice(0, 2)).toEqual([mine[1].session_id, mine[0].session_id]);
     expect(own.body.meta).toEqual({ page: 1, per_page: 50, total: own.body.data.length });
 
     const openOnly = await devOther.get('/v1/remote-access/sessions?status=open&device_id=dev-b&protocol=diagnostics');
@@ -289,7 +282,7 @@ describe('reading and closing sessions', () => {
     expect(res.body.details.length).toBeGreaterThan(0);
   });
 
-  it('the audit log shows non-administrators only their own sessions\' events', async () => {
+  it("the audit log shows non-administrators only their own sessions' events", async () => {
     const s = (await open(dev, { device_id: 'dev-a', protocol: 'diagnostics' })).body.data;
     await dev.del(`/v1/remote-access/sessions/${s.session_id}`);
     const own = await devOther.get(`/v1/audit/remote-access?session_id=${s.session_id}`);
@@ -367,7 +360,7 @@ describe('who may drive a stream: tickets and joins', () => {
     await pe.del(`/v1/remote-access/sessions/${s.session_id}`);
   });
 
-  it('a ticket admits no one once the token it was shown to is revoked; the owner\'s ticket still works', async () => {
+  it("a ticket admits no one once the token it was shown to is revoked; the owner's ticket still works", async () => {
     const s = (await open(pe, { device_id: 'dev-b', protocol: 'diagnostics' })).body.data;
     const writer = await tokenFor('admin', ['sessions:read', 'sessions:write']);
     const url = (await stack.as(writer.token).get(`/v1/remote-access/sessions/${s.session_id}`)).body.data.websocket_url;

@@ -43,7 +43,10 @@ describe('shell', () => {
     const client = connectStream(s.websocket_url);
     await client.opened;
     client.send(Buffer.from('echo hello-$((6*7)) "$TERM"\n'));
-    await client.waitForOutput(/hello-42 xterm-256color/).catch((e) => { console.log('OUT', JSON.stringify(client.received().toString()), client.messages, warm.stderr.slice(-8).join('\n')); throw e; });
+    await client.waitForOutput(/hello-42 xterm-256color/).catch((e) => {
+      console.log('OUT', JSON.stringify(client.received().toString()), client.messages, warm.stderr.slice(-8).join('\n'));
+      throw e;
+    });
     client.ws.close();
     await client.closed;
     await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
@@ -104,7 +107,7 @@ describe('shell', () => {
     await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
   });
 
-  it('a client that stops reading pauses the PTY: the agent\'s memory stays flat under endless output', async () => {
+  it("a client that stops reading pauses the PTY: the agent's memory stays flat under endless output", async () => {
     const s = await openShell();
     const client = connectStream(s.websocket_url);
     await client.opened;
@@ -179,9 +182,7 @@ describe('shell', () => {
     expect(closed.body.data.bytes_from_device).toBe(client.receivedBytes);
     // flushed within a second while open, too
     const metrics = await stack.admin.get('/metrics');
-    expect(Number(/tether_tunnel_bytes_total\{direction="from_device"\} (\d+)/.exec(metrics.text)![1])).toBeGreaterThanOrEqual(
-      client.receivedBytes,
-    );
+    expect(Number(/tether_tunnel_bytes_total\{direction="from_device"\} (\d+)/.exec(metrics.text)![1])).toBeGreaterThanOrEqual(client.receivedBytes);
   });
 
   it('counters are flushed at least every second while open', async () => {
@@ -212,7 +213,7 @@ describe('stream admission', () => {
     await stack.admin.del(`/v1/remote-access/sessions/${s.session_id}`);
   });
 
-  it('4401 without credentials, 4004 with a bad ticket or another session\'s ticket', async () => {
+  it("4401 without credentials, 4004 with a bad ticket or another session's ticket", async () => {
     const s = await openShell();
     const base = s.websocket_url.split('?')[0]!;
     expect((await connectStream(base).closed).code).toBe(4401);
@@ -225,7 +226,7 @@ describe('stream admission', () => {
     await stack.admin.del(`/v1/remote-access/sessions/${other.session_id}`);
   });
 
-  it('the owner\'s or an administrator\'s bearer token works instead of the ticket; others get 4004', async () => {
+  it("the owner's or an administrator's bearer token works instead of the ticket; others get 4004", async () => {
     const peteToken = await stack.userToken('pete', 'platform-engineer');
     const otherToken = await stack.userToken('paula', 'platform-engineer');
     const s = (await stack.as(peteToken).post('/v1/remote-access/sessions', { device_id: 'sh-1', protocol: 'shell' })).body.data;

@@ -45,7 +45,14 @@ describe('a server on a loopback address, without a public URL', () => {
   });
 
   it('refuses loopback names with another port or scheme, and origins browsers never send', async () => {
-    const others = [`http://localhost:${stack.port + 1}`, `https://127.0.0.1:${stack.port}`, `http://127.0.0.1`, `http://127.0.0.2:${stack.port}`, 'null', `http://127.0.0.1:${stack.port}/`];
+    const others = [
+      `http://localhost:${stack.port + 1}`,
+      `https://127.0.0.1:${stack.port}`,
+      `http://127.0.0.1`,
+      `http://127.0.0.2:${stack.port}`,
+      'null',
+      `http://127.0.0.1:${stack.port}/`,
+    ];
     for (const origin of others) expect((await upgradeStatus(stack, path, { Origin: origin })).status, origin).toBe(403);
   });
 
@@ -72,7 +79,7 @@ describe('a server with a public URL', () => {
   });
   afterAll(() => stack.stop());
 
-  it('accepts the public URL\'s origin only: its listening address is not where its pages come from', async () => {
+  it("accepts the public URL's origin only: its listening address is not where its pages come from", async () => {
     // No credentials: an origin that passes is upgraded and then closed 4401.
     const path = '/v1/remote-access/sessions/any/stream';
     expect((await upgradeStatus(stack, path, { Host: 'tether.example.com', Origin: 'https://tether.example.com' })).status).toBe(101);

@@ -119,7 +119,10 @@ describe('scopes bound what a token does', () => {
     const lin = stack.as(login.body.data.token);
     expect((await lin.get('/v1/me')).body.data).toMatchObject({ scopes: ['*'], tenants: [] });
     expect((await lin.get('/v1/devices')).status).toBe(200);
-    expect((await lin.post('/v1/users', { username: 'x1' })).body).toMatchObject({ error: 'forbidden', message: expect.stringContaining('role administrator') });
+    expect((await lin.post('/v1/users', { username: 'x1' })).body).toMatchObject({
+      error: 'forbidden',
+      message: expect.stringContaining('role administrator'),
+    });
   });
 });
 

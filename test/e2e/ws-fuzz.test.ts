@@ -291,7 +291,13 @@ describe('client streams', () => {
           await serverLetGo(stack.port, c, ending);
           // The client's end reached the device side as a close; we answer it and go.
           data.hangUp('end');
-          await settled([[c, ending], [data, 'end']], before);
+          await settled(
+            [
+              [c, ending],
+              [data, 'end'],
+            ],
+            before,
+          );
         },
       ),
       { numRuns: RUNS },
@@ -339,7 +345,7 @@ describe('client streams', () => {
     await holder.closed;
   });
 
-  it('either side of a spliced stream survives any bytes after the server\'s close frame', async () => {
+  it("either side of a spliced stream survives any bytes after the server's close frame", async () => {
     const before = await gauges();
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('client', 'device'), garbageArb(true, STREAM_MAX_PAYLOAD), cutsArb, endingArb, async (closer, garbage, cuts, ending) => {
@@ -350,17 +356,23 @@ describe('client streams', () => {
         const [first, victim] = closer === 'client' ? [c, d] : [d, c];
         await first.writePieces([ourClose(closer === 'client' ? 1000 : 4999)]);
         // The other side learns it with a close frame of its own; then it gets the garbage.
-        expect(closeCodeOf(await victim.waitForFrame(isClose, 'the server\'s close frame'))).toBe(closer === 'client' ? 1000 : 4999);
+        expect(closeCodeOf(await victim.waitForFrame(isClose, "the server's close frame"))).toBe(closer === 'client' ? 1000 : 4999);
         await victim.writePieces(pieces(encodePieces(garbage), cuts));
         first.hangUp('end');
         victim.hangUp(ending);
-        await settled([[first, 'end'], [victim, ending]], before);
+        await settled(
+          [
+            [first, 'end'],
+            [victim, ending],
+          ],
+          before,
+        );
       }),
       { numRuns: RUNS },
     );
   });
 
-  it('regression: a device\'s refusal in any script reaches the client cut to fit a close frame', async () => {
+  it("regression: a device's refusal in any script reaches the client cut to fit a close frame", async () => {
     // ws throws on a close reason over 123 bytes; 'device refused: ' and 100 characters of €
     // are 316. The throw escaped from the control channel's message handler: it ended the
     // process, and (guarded) left the client paused for ever and the agent's channel unread.
@@ -436,25 +448,32 @@ describe('agent data streams', () => {
   it('an accepted data stream survives any bytes; its client is closed with a code it may see', async () => {
     const before = await gauges();
     await fc.assert(
-      fc.asyncProperty(fc.boolean(), fc.boolean(), garbageArb(true, STREAM_MAX_PAYLOAD), cutsArb, endingArb, async (inHead, closeFirst, garbage, cuts, ending) => {
-        const client = tolerantClient(fakeSession);
-        await client.opened;
-        const { stream_id } = await nextStreamOpen(fakeSession.session_id);
-        const bytes = Buffer.concat([closeFirst ? ourClose() : Buffer.alloc(0), encodePieces(garbage)]);
-        const d = await dialData(stream_id, { head: inHead ? bytes : undefined });
-        expect(d.status).toBe(101);
-        if (!inHead) await d.writePieces(pieces(bytes, cuts));
-        d.hangUp(ending);
-        // The broker passes frames on as they arrive: a device that hangs up inside a frame has
-        // already sent part of it to the client, whose connection is then cut (1006) rather than
-        // the frame completed with bytes nobody sent. Otherwise the client gets a code.
-        // After a reset (or a destroy with our own unread bytes, which the kernel turns into one)
-        // the broker may not have read every byte, so only a FIN says where the device stopped.
-        const code = (await client.closed).code;
-        if (ending === 'end') expect(code === 1006).toBe(clientCut(bytes));
-        if (code !== 1006) expect(sendable(code)).toBe(true);
-        await settled([[d, ending]], before);
-      }),
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.boolean(),
+        garbageArb(true, STREAM_MAX_PAYLOAD),
+        cutsArb,
+        endingArb,
+        async (inHead, closeFirst, garbage, cuts, ending) => {
+          const client = tolerantClient(fakeSession);
+          await client.opened;
+          const { stream_id } = await nextStreamOpen(fakeSession.session_id);
+          const bytes = Buffer.concat([closeFirst ? ourClose() : Buffer.alloc(0), encodePieces(garbage)]);
+          const d = await dialData(stream_id, { head: inHead ? bytes : undefined });
+          expect(d.status).toBe(101);
+          if (!inHead) await d.writePieces(pieces(bytes, cuts));
+          d.hangUp(ending);
+          // The broker passes frames on as they arrive: a device that hangs up inside a frame has
+          // already sent part of it to the client, whose connection is then cut (1006) rather than
+          // the frame completed with bytes nobody sent. Otherwise the client gets a code.
+          // After a reset (or a destroy with our own unread bytes, which the kernel turns into one)
+          // the broker may not have read every byte, so only a FIN says where the device stopped.
+          const code = (await client.closed).code;
+          if (ending === 'end') expect(code === 1006).toBe(clientCut(bytes));
+          if (code !== 1006) expect(sendable(code)).toBe(true);
+          await settled([[d, ending]], before);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -466,7 +485,11 @@ describe('broken handshakes', () => {
     const paths = {
       'client stream': { path: () => streamPath(realSession), protocol: undefined, headers: {} },
       'agent control': { path: () => AGENT_CONNECT_PATH, protocol: AGENT_SUBPROTOCOL, headers: deviceHeaders(CTL, ctlToken) },
-      'agent data': { path: () => AGENT_STREAM_PATH, protocol: AGENT_SUBPROTOCOL, headers: deviceHeaders(FAKE, fakeToken, { [AGENT_HEADERS.streamId]: 'nope' }) },
+      'agent data': {
+        path: () => AGENT_STREAM_PATH,
+        protocol: AGENT_SUBPROTOCOL,
+        headers: deviceHeaders(FAKE, fakeToken, { [AGENT_HEADERS.streamId]: 'nope' }),
+      },
     };
     const faults: Record<string, { method?: string; headers: Record<string, string | undefined> }> = {
       'version 7': { headers: { 'Sec-WebSocket-Version': '7' } },
@@ -549,7 +572,8 @@ describe('the agent, when its broker sends garbage', () => {
             let socketClosed: Promise<void> | undefined;
             onData = (u) => {
               socketClosed = closedBy(u);
-              if (how === 'bad accept key') u.socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: bm9wZQ==\r\n\r\n');
+              if (how === 'bad accept key')
+                u.socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: bm9wZQ==\r\n\r\n');
               else if (how === 'not HTTP') u.socket.write(bytes);
               else u.accept(how === 'no subprotocol' ? undefined : AGENT_SUBPROTOCOL, how === 'with the 101' ? bytes : undefined);
               void (async () => {
@@ -558,7 +582,15 @@ describe('the agent, when its broker sends garbage', () => {
                 else u.drop(ending === 'reset');
               })();
             };
-            control.socket.write(unmaskedText({ type: 'stream.open', session_id: 'sess-fz', stream_id: streamId, protocol: 'diagnostics', expires_at: new Date(Date.now() + 3600_000).toISOString() }));
+            control.socket.write(
+              unmaskedText({
+                type: 'stream.open',
+                session_id: 'sess-fz',
+                stream_id: streamId,
+                protocol: 'diagnostics',
+                expires_at: new Date(Date.now() + 3600_000).toISOString(),
+              }),
+            );
             await waitFor(() => broker.upgrades.find((u) => u.headers[AGENT_HEADERS.streamId] === streamId), `the agent to dial stream ${streamId}`);
             await waitFor(() => socketClosed !== undefined, 'the data socket');
             await socketClosed; // after our FIN, the agent's end closes too

@@ -90,4 +90,3 @@ export async function startNats(options: { open?: boolean } = {}): Promise<NatsS
     stop: () => kill('SIGTERM'),
   };
 }
-

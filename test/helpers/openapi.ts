@@ -79,9 +79,7 @@ export function createResponseChecker(doc: OpenApiDocument) {
     if (!target) throw new Error(`the document refers to ${ref.$ref}, which it does not hold`);
     return target;
   };
-  const routes = Object.entries(doc.paths).flatMap(([template, item]) =>
-    Object.entries(item).map(([method, op]) => routeOf(method, template, op)),
-  );
+  const routes = Object.entries(doc.paths).flatMap(([template, item]) => Object.entries(item).map(([method, op]) => routeOf(method, template, op)));
   const genericError = { contract: schemaOf('Error'), fleet: schemaOf('FleetError') };
   function schemaOf(id: string): Json {
     return { $ref: `#/components/schemas/${id}` };

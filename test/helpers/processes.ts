@@ -53,7 +53,13 @@ function collect(stream: NodeJS.ReadableStream | null, into: string[]): void {
 
 export function startProcess(args: string[], env: Record<string, string | undefined> = {}, cwd?: string): Proc {
   const child = spawn(process.execPath, [TETHER_BIN, ...args], {
-    env: { ...process.env, TETHER_SERVER: undefined, TETHER_TOKEN: undefined, TETHER_STATE_DIR: (stateDir ??= mkdtempSync(join(tmpdir(), 'tether-state-'))), ...env },
+    env: {
+      ...process.env,
+      TETHER_SERVER: undefined,
+      TETHER_TOKEN: undefined,
+      TETHER_STATE_DIR: (stateDir ??= mkdtempSync(join(tmpdir(), 'tether-state-'))),
+      ...env,
+    },
     cwd,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -74,8 +80,7 @@ export function startProcess(args: string[], env: Record<string, string | undefi
     stdout,
     stderr,
     exited,
-    waitForLine: (pattern, timeoutMs = 10_000) =>
-      waitFor(() => [...stdout, ...stderr].find((l) => pattern.test(l)), `a line matching ${pattern}`, timeoutMs),
+    waitForLine: (pattern, timeoutMs = 10_000) => waitFor(() => [...stdout, ...stderr].find((l) => pattern.test(l)), `a line matching ${pattern}`, timeoutMs),
     kill: (signal = 'SIGTERM') => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     },

@@ -15,7 +15,10 @@ import { waitFor } from './wait';
 const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 
 /** The `Sec-WebSocket-Accept` answer to a `Sec-WebSocket-Key` (RFC 6455 §4.2.2). */
-export const acceptKey = (key: string): string => createHash('sha1').update(key + WS_GUID).digest('base64');
+export const acceptKey = (key: string): string =>
+  createHash('sha1')
+    .update(key + WS_GUID)
+    .digest('base64');
 
 export const OPCODE = { continuation: 0x0, text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
 
@@ -42,7 +45,7 @@ export function encodeFrame(spec: FrameSpec): Buffer {
   const masked = spec.masked ?? true;
   const declared = spec.declaredLength ?? BigInt(payload.length);
   const form = spec.lengthForm ?? (declared < 126n ? 7 : declared < 65536n ? 16 : 64);
-  const first = ((spec.fin ?? true) ? 0x80 : 0) | ((spec.rsv ?? 0) & 7) << 4 | (spec.opcode & 0xf);
+  const first = ((spec.fin ?? true) ? 0x80 : 0) | (((spec.rsv ?? 0) & 7) << 4) | (spec.opcode & 0xf);
   const maskBit = masked ? 0x80 : 0;
   let head: Buffer;
   if (form === 7) {
@@ -84,8 +87,7 @@ export interface Frame {
 export const closeCodeOf = (frame: Frame): number => (frame.payload.length >= 2 ? frame.payload.readUInt16BE(0) : 1005);
 
 /** Close codes a peer may put on the wire (RFC 6455 §7.4; 1004-1006 and 1015 never are). */
-export const validWireCode = (code: number): boolean =>
-  (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
+export const validWireCode = (code: number): boolean => (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
 
 /**
  * What is wrong with the frames a server sent, if anything: servers never mask; a close frame
@@ -217,7 +219,9 @@ export function rawUpgrade(port: number, path: string, options: UpgradeOptions =
         ...(options.protocol ? { 'Sec-WebSocket-Protocol': options.protocol } : {}),
         ...options.headers,
       };
-      const lines = Object.entries(headers).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}: ${v}\r\n`);
+      const lines = Object.entries(headers)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => `${k}: ${v}\r\n`);
       const request = `${options.method ?? 'GET'} ${path} HTTP/1.1\r\n${lines.join('')}\r\n`;
       socket.write(Buffer.concat([Buffer.from(request), options.head ?? Buffer.alloc(0)]));
       if (options.resetAtOnce) {
@@ -403,7 +407,12 @@ export const INVALID_UTF8 = [[0xff], [0x80], [0xc0, 0x80], [0xc3, 0x28], [0xed, 
 const payloadArb: fc.Arbitrary<Uint8Array> = fc.oneof(
   { weight: 4, arbitrary: fc.uint8Array({ maxLength: 40 }) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }).map((s) => Buffer.from(s)) },
-  { weight: 2, arbitrary: fc.tuple(fc.string({ maxLength: 8 }), fc.constantFrom(...INVALID_UTF8), fc.string({ maxLength: 8 })).map(([a, bad, b]) => Buffer.concat([Buffer.from(a), bad, Buffer.from(b)])) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.string({ maxLength: 8 }), fc.constantFrom(...INVALID_UTF8), fc.string({ maxLength: 8 }))
+      .map(([a, bad, b]) => Buffer.concat([Buffer.from(a), bad, Buffer.from(b)])),
+  },
   { weight: 2, arbitrary: fc.tuple(fc.constantFrom(...CLOSE_CODES), fc.string({ maxLength: 20 })).map(([code, reason]) => closePayload(code, reason)) },
   { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 1 }) }, // a close payload of one byte
   { weight: 1, arbitrary: fc.uint8Array({ minLength: 126, maxLength: 300 }) }, // over the control-frame limit
@@ -411,12 +420,17 @@ const payloadArb: fc.Arbitrary<Uint8Array> = fc.oneof(
 
 /** A frame a conforming client could send (masked or not, as the direction wants). */
 export function validFrameArb(masked: boolean): fc.Arbitrary<FrameSpec> {
-  return fc.oneof(
-    fc.record({ opcode: fc.constantFrom(OPCODE.binary), payload: fc.uint8Array({ maxLength: 64 }) }),
-    fc.record({ opcode: fc.constantFrom(OPCODE.text), payload: fc.string({ maxLength: 64 }).map((s) => Buffer.from(s)) }),
-    fc.record({ opcode: fc.constantFrom(OPCODE.ping, OPCODE.pong), payload: fc.uint8Array({ maxLength: 125 }) }),
-    fc.record({ opcode: fc.constant(OPCODE.close), payload: fc.tuple(fc.constantFrom(1000, 1001, 3000, 4999), fc.string({ maxLength: 30 })).map(([c, r]) => closePayload(c, r)) }),
-  ).map((f) => ({ ...f, masked }));
+  return fc
+    .oneof(
+      fc.record({ opcode: fc.constantFrom(OPCODE.binary), payload: fc.uint8Array({ maxLength: 64 }) }),
+      fc.record({ opcode: fc.constantFrom(OPCODE.text), payload: fc.string({ maxLength: 64 }).map((s) => Buffer.from(s)) }),
+      fc.record({ opcode: fc.constantFrom(OPCODE.ping, OPCODE.pong), payload: fc.uint8Array({ maxLength: 125 }) }),
+      fc.record({
+        opcode: fc.constant(OPCODE.close),
+        payload: fc.tuple(fc.constantFrom(1000, 1001, 3000, 4999), fc.string({ maxLength: 30 })).map(([c, r]) => closePayload(c, r)),
+      }),
+    )
+    .map((f) => ({ ...f, masked }));
 }
 
 /**
@@ -456,8 +470,7 @@ export function garbageArb(masked: boolean, maxPayload: number): fc.Arbitrary<Pi
   return fc.array(piece, { minLength: 1, maxLength: 6 });
 }
 
-export const encodePieces = (parts: Piece[]): Buffer =>
-  Buffer.concat(parts.map((p) => ('frame' in p ? encodeFrame(p.frame) : Buffer.from(p.bytes))));
+export const encodePieces = (parts: Piece[]): Buffer => Buffer.concat(parts.map((p) => ('frame' in p ? encodeFrame(p.frame) : Buffer.from(p.bytes))));
 
 /** Where to cut the bytes into separate writes. */
 export const cutsArb = fc.array(fc.nat(), { maxLength: 6 });

@@ -45,12 +45,15 @@ export function connectStream(url: string, headers: Record<string, string> = {})
       ws.send(payload, { binary: Buffer.isBuffer(data) });
     },
     waitForOutput: (pattern, timeoutMs = 10_000) =>
-      waitFor(() => {
-        const text = client.received().toString('utf8');
-        return pattern.test(text) ? text : undefined;
-      }, `output matching ${pattern}`, timeoutMs),
-    waitForMessage: (predicate, timeoutMs = 10_000) =>
-      waitFor(() => client.messages.find(predicate), 'a message', timeoutMs),
+      waitFor(
+        () => {
+          const text = client.received().toString('utf8');
+          return pattern.test(text) ? text : undefined;
+        },
+        `output matching ${pattern}`,
+        timeoutMs,
+      ),
+    waitForMessage: (predicate, timeoutMs = 10_000) => waitFor(() => client.messages.find(predicate), 'a message', timeoutMs),
     async request(op, params = {}, timeoutMs = 10_000) {
       const id = nextId++;
       client.send({ id, op, params });

@@ -14,19 +14,12 @@ export function fish(program: Command, all: CommandSpec[]): string {
     const at = `-n ${fishQ(`${fn}_at ${sq(c.path.join(' '))}`)}`;
     if (c.subcommands.length > 0) {
       lines.push(`complete -c ${name} ${at} -f`);
-      for (const s of c.subcommands)
-        lines.push(`complete -c ${name} ${at} -a ${fishQ(s.path.at(-1)!)} -d ${fishQ(firstLine(s.description))}`);
+      for (const s of c.subcommands) lines.push(`complete -c ${name} ${at} -a ${fishQ(s.path.at(-1)!)} -d ${fishQ(firstLine(s.description))}`);
     }
     for (const o of c.options) {
       const names = [o.short ? `-s ${o.short.slice(1)}` : '', o.long ? `-l ${o.long.slice(2)}` : ''].filter(Boolean).join(' ');
       const value =
-        o.value === 'none'
-          ? ''
-          : o.value === 'files' || o.value === 'dirs'
-            ? ' -r -F'
-            : o.value === 'any'
-              ? ' -x'
-              : ` -x -a ${fishQ(o.value.join(' '))}`;
+        o.value === 'none' ? '' : o.value === 'files' || o.value === 'dirs' ? ' -r -F' : o.value === 'any' ? ' -x' : ` -x -a ${fishQ(o.value.join(' '))}`;
       lines.push(`complete -c ${name} ${at} ${names}${value} -d ${fishQ(firstLine(o.description))}`);
     }
   }

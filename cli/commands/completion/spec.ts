@@ -63,8 +63,6 @@ const valueWord = (v: ValueKind) => (typeof v === 'string' ? `@${v}` : v.join(' 
 /** The `path|option` keys of every option that takes a value, with how its value completes. */
 export function valueOptions(all: CommandSpec[]): Array<[string, string]> {
   return all.flatMap((c) =>
-    c.options
-      .filter((o) => o.value !== 'none')
-      .flatMap((o) => namesOf(o).map((n): [string, string] => [`${c.path.join(' ')}|${n}`, valueWord(o.value)])),
+    c.options.filter((o) => o.value !== 'none').flatMap((o) => namesOf(o).map((n): [string, string] => [`${c.path.join(' ')}|${n}`, valueWord(o.value)])),
   );
 }

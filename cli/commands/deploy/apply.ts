@@ -57,11 +57,15 @@ function invalidSpec(file: string, err: ApiFailure): CliError {
   const problems = err.body.details ?? [];
   const lines = problems.map((p) => `  ${p.path}: ${p.message}${p.line ? ` (line ${p.line})` : ''}`);
   const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
-  return new CliError([`${file === '-' ? 'the spec on standard input' : file} is not a valid service spec, ${count} (invalid_spec):`, ...lines].join('\n'), err.code);
+  return new CliError(
+    [`${file === '-' ? 'the spec on standard input' : file} is not a valid service spec, ${count} (invalid_spec):`, ...lines].join('\n'),
+    err.code,
+  );
 }
 
 /** `from -> to`, or `to (unchanged)`. */
-const change = (from: string | number | undefined, to: string | number) => (from === undefined || from === to ? `${to}${from === undefined ? '' : ' (unchanged)'}` : `${from} -> ${to}`);
+const change = (from: string | number | undefined, to: string | number) =>
+  from === undefined || from === to ? `${to}${from === undefined ? '' : ' (unchanged)'}` : `${from} -> ${to}`;
 
 /** The lines saying what the apply changed, or would change, compared with `before`. */
 function changes(before: Service | null | undefined, after: Service, facts: SpecFacts): string {
@@ -89,7 +93,11 @@ async function followRollout(ctx: Context, s: ServiceChange, timeoutMs: number):
     const now = await ctx.api().request<ServiceDetail>('GET', serviceUrl(s.name, s.environment));
     if (stateOf(now) !== said) ctx.notice((said = stateOf(now)));
     if (now.status === 'healthy') return now;
-    if (now.status === 'failed') throw new CliError(`the rollout of ${s.name} in ${s.environment} failed (${stateOf(now)}); roll back with \`tether deploy rollback ${s.name} --env ${s.environment}\``, 'failed');
+    if (now.status === 'failed')
+      throw new CliError(
+        `the rollout of ${s.name} in ${s.environment} failed (${stateOf(now)}); roll back with \`tether deploy rollback ${s.name} --env ${s.environment}\``,
+        'failed',
+      );
     if (Date.now() > deadline) throw new CliError(`${s.name} in ${s.environment} is still ${stateOf(now)} after ${timeoutMs / 1000} s`, 'timeout');
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -111,12 +119,16 @@ export async function deployApply(ctx: Context, flags: ApplyFlags): Promise<void
   }
   if (flags.dryRun) {
     if (flags.json) return printJson(ctx.out, after);
-    return ctx.out.stdout(`dry run: the spec is valid; nothing was changed. Applying it to ${after.environment} would deploy ${after.name}:\n${changes(before, after, facts)}`);
+    return ctx.out.stdout(
+      `dry run: the spec is valid; nothing was changed. Applying it to ${after.environment} would deploy ${after.name}:\n${changes(before, after, facts)}`,
+    );
   }
   const cmd = (what: string) => `tether deploy ${what} ${after.name} --env ${after.environment}`;
   if (!flags.json) {
     const next = after.canary ? `promote the canary once it is ready with \`${cmd('canary promote')}\`` : `follow it with \`${cmd('get')}\``;
-    ctx.out.stdout(`applied ${after.name} to ${after.environment}:\n${changes(before, after, facts)}status: ${stateOf(after)}${flags.wait ? '' : `; ${next}`}\n`);
+    ctx.out.stdout(
+      `applied ${after.name} to ${after.environment}:\n${changes(before, after, facts)}status: ${stateOf(after)}${flags.wait ? '' : `; ${next}`}\n`,
+    );
   }
   const done = flags.wait ? await followRollout(ctx, after, (flags.timeout ?? 600) * 1000) : after;
   if (flags.json) printJson(ctx.out, done);

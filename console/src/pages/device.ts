@@ -38,10 +38,23 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
   const forward = h(
     'div',
     { class: 'card', hidden: true },
-    h('p', {}, 'Run on your computer, then connect to 127.0.0.1:8080 (change the ports and the target as you need; the device allows ', (device.forward_allow ?? ['nothing']).join(', '), '):'),
+    h(
+      'p',
+      {},
+      'Run on your computer, then connect to 127.0.0.1:8080 (change the ports and the target as you need; the device allows ',
+      (device.forward_allow ?? ['nothing']).join(', '),
+      '):',
+    ),
     h('div', { class: 'actions' }, forwardBox, h('button', { type: 'button', onclick: () => void navigator.clipboard?.writeText(forwardLine) }, 'Copy')),
   );
-  replace(root, h('h1', {}, device.device_id, ' ', status), h('p', {}, seen, device.agent_version ? ` · agent ${device.agent_version}` : ''), actions, forward, summary);
+  replace(
+    root,
+    h('h1', {}, device.device_id, ' ', status),
+    h('p', {}, seen, device.agent_version ? ` · agent ${device.agent_version}` : ''),
+    actions,
+    forward,
+    summary,
+  );
 
   const stop = onLive((e) => {
     if ((e.event !== 'agent.online' && e.event !== 'agent.offline') || e.data.device_id !== device.device_id) return;
@@ -87,20 +100,51 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
       replace(
         summary,
         h('h2', {}, 'System'),
-        h('dl', { class: 'facts' },
-          h('dt', {}, 'Host'), h('dd', {}, info.hostname),
-          h('dt', {}, 'OS'), h('dd', {}, `${info.os} ${info.kernel} (${info.arch})`),
-          h('dt', {}, 'CPUs'), h('dd', {}, `${info.cpus.count} × ${info.cpus.model}`),
-          h('dt', {}, 'Up'), h('dd', {}, `${Math.floor(info.uptime_s / 3600)} h`),
-          h('dt', {}, 'Load'), h('dd', {}, `${metrics.loadavg.map((l) => l.toFixed(2)).join(' ')} · CPU ${metrics.cpu_percent}%`),
-          h('dt', {}, 'Memory'), h('dd', {}, `${formatBytes(metrics.mem_used_bytes)} used of ${formatBytes(metrics.mem_total_bytes)}`),
+        h(
+          'dl',
+          { class: 'facts' },
+          h('dt', {}, 'Host'),
+          h('dd', {}, info.hostname),
+          h('dt', {}, 'OS'),
+          h('dd', {}, `${info.os} ${info.kernel} (${info.arch})`),
+          h('dt', {}, 'CPUs'),
+          h('dd', {}, `${info.cpus.count} × ${info.cpus.model}`),
+          h('dt', {}, 'Up'),
+          h('dd', {}, `${Math.floor(info.uptime_s / 3600)} h`),
+          h('dt', {}, 'Load'),
+          h('dd', {}, `${metrics.loadavg.map((l) => l.toFixed(2)).join(' ')} · CPU ${metrics.cpu_percent}%`),
+          h('dt', {}, 'Memory'),
+          h('dd', {}, `${formatBytes(metrics.mem_used_bytes)} used of ${formatBytes(metrics.mem_total_bytes)}`),
         ),
         h('h2', {}, 'Disks'),
-        table(disks.mounts, { Mount: (d) => d.mount, Size: (d) => formatBytes(d.total_bytes), Used: (d) => formatBytes(d.used_bytes), Free: (d) => formatBytes(d.free_bytes) }, 'No disks.'),
+        table(
+          disks.mounts,
+          { Mount: (d) => d.mount, Size: (d) => formatBytes(d.total_bytes), Used: (d) => formatBytes(d.used_bytes), Free: (d) => formatBytes(d.free_bytes) },
+          'No disks.',
+        ),
         h('h2', {}, 'Interfaces'),
-        table(nets.interfaces, { Name: (n) => n.name, Addresses: (n) => n.addresses.map((a) => a.cidr ?? a.address).join(', '), MAC: (n) => n.mac ?? '', 'RX / TX': (n) => `${formatBytes(n.rx_bytes ?? 0)} / ${formatBytes(n.tx_bytes ?? 0)}` }, 'No interfaces.'),
+        table(
+          nets.interfaces,
+          {
+            Name: (n) => n.name,
+            Addresses: (n) => n.addresses.map((a) => a.cidr ?? a.address).join(', '),
+            MAC: (n) => n.mac ?? '',
+            'RX / TX': (n) => `${formatBytes(n.rx_bytes ?? 0)} / ${formatBytes(n.tx_bytes ?? 0)}`,
+          },
+          'No interfaces.',
+        ),
         h('h2', {}, 'Top processes'),
-        table(procs.processes, { PID: (p) => p.pid, User: (p) => p.user, 'CPU %': (p) => p.cpu, RSS: (p) => formatBytes(p.rss), Command: (p) => h('span', { class: 'cmd', title: p.command }, p.command) }, 'No processes.'),
+        table(
+          procs.processes,
+          {
+            PID: (p) => p.pid,
+            User: (p) => p.user,
+            'CPU %': (p) => p.cpu,
+            RSS: (p) => formatBytes(p.rss),
+            Command: (p) => h('span', { class: 'cmd', title: p.command }, p.command),
+          },
+          'No processes.',
+        ),
         h('h2', {}, 'Log'),
         h('form', { class: 'filters', onsubmit: (e: Event) => (e.preventDefault(), void readLog()) }, logPath, h('button', { type: 'submit' }, 'Tail')),
         logOut,

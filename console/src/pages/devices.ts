@@ -39,7 +39,10 @@ export async function devicesPage(root: HTMLElement): Promise<Cleanup> {
           Device: (d) => h('a', { href: `#/devices/${encodeURIComponent(d.device_id)}` }, d.device_id),
           Agent: (d) => h('span', { class: `status ${d.agent_status}`, 'data-device': d.device_id }, d.agent_status),
           'Last seen': (d) => timeAgo(d.last_seen_at),
-          Labels: (d) => Object.entries(d.labels).map(([k, v]) => `${k}=${v}`).join(', '),
+          Labels: (d) =>
+            Object.entries(d.labels)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(', '),
           Version: (d) => d.agent_version ?? '',
         },
         'No devices match.',

@@ -37,16 +37,20 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
   const hrefOf = (dir: string) => `#/files/${encodeURIComponent(id!)}?path=${encodeURIComponent(dir)}`;
   /** A link to a directory, opened in this page's session (one session, however far you browse). */
   const dirLink = (dir: string, text: string) =>
-    h('a', {
-      href: hrefOf(dir),
-      onclick: (e: Event) => {
-        e.preventDefault();
-        path = dir;
-        history.pushState(null, '', hrefOf(dir));
-        crumbs();
-        void list();
+    h(
+      'a',
+      {
+        href: hrefOf(dir),
+        onclick: (e: Event) => {
+          e.preventDefault();
+          path = dir;
+          history.pushState(null, '', hrefOf(dir));
+          crumbs();
+          void list();
+        },
       },
-    }, text);
+      text,
+    );
   const crumbs = () => {
     const parts = path.split('/').filter(Boolean);
     const links: HTMLElement[] = [dirLink('/', 'root')];
@@ -66,7 +70,8 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
             Name: (e) => (e.type === 'dir' ? dirLink(join(path, e.name), `${e.name}/`) : e.name),
             Size: (e) => (e.type === 'file' ? formatBytes(e.size) : ''),
             Modified: (e) => new Date(e.mtime).toLocaleString(),
-            '': (e) => (e.type === 'file' ? h('button', { type: 'button', 'data-download': e.name, onclick: () => void transfers.download(path, e) }, 'Download') : ''),
+            '': (e) =>
+              e.type === 'file' ? h('button', { type: 'button', 'data-download': e.name, onclick: () => void transfers.download(path, e) }, 'Download') : '',
           },
           'This directory is empty.',
         ),

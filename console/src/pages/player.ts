@@ -24,13 +24,25 @@ export async function playerPage(root: HTMLElement, [id]: string[]): Promise<Cle
   });
   const box = h('div', { class: 'terminal player', id: 'player' });
   const play = h('button', { type: 'button', id: 'play' }, 'Pause');
-  const speed = h('select', { id: 'speed', 'aria-label': 'Speed' }, ...['0.5', '1', '2', '4', '8'].map((v) => h('option', { value: v, selected: v === '1' }, `${v}×`)));
+  const speed = h(
+    'select',
+    { id: 'speed', 'aria-label': 'Speed' },
+    ...['0.5', '1', '2', '4', '8'].map((v) => h('option', { value: v, selected: v === '1' }, `${v}×`)),
+  );
   const clock = h('span', { class: 'muted', id: 'player-clock' });
-  const save = h('a', { class: 'button', href: URL.createObjectURL(new Blob([text], { type: 'application/x-asciicast' })), download: `${id}.cast` }, 'Download .cast');
+  const save = h(
+    'a',
+    { class: 'button', href: URL.createObjectURL(new Blob([text], { type: 'application/x-asciicast' })), download: `${id}.cast` },
+    'Download .cast',
+  );
   replace(
     root,
     h('h1', {}, 'Recording of ', h('code', {}, id!)),
-    h('p', { class: 'muted' }, `${session.opened_by} on ${session.device_id}, ${Math.round(session.recording.duration_s)} s, ${formatBytes(session.recording.bytes)}${session.recording.truncated ? ', truncated' : ''}`),
+    h(
+      'p',
+      { class: 'muted' },
+      `${session.opened_by} on ${session.device_id}, ${Math.round(session.recording.duration_s)} s, ${formatBytes(session.recording.bytes)}${session.recording.truncated ? ', truncated' : ''}`,
+    ),
     h('div', { class: 'actions' }, play, speed, clock, save),
     box,
   );

@@ -6,7 +6,16 @@
  * window widened while the sender keeps running into it and the socket keeps up.
  */
 import type { Socket } from 'node:net';
-import { CREDIT_BATCH, FORWARD_WINDOW, MAX_FORWARD_WINDOW, MAX_RECORD, STREAM_WINDOW_BUDGET, recordHeader, type ForwardMessage, type ResetReason } from './protocol';
+import {
+  CREDIT_BATCH,
+  FORWARD_WINDOW,
+  MAX_FORWARD_WINDOW,
+  MAX_RECORD,
+  STREAM_WINDOW_BUDGET,
+  recordHeader,
+  type ForwardMessage,
+  type ResetReason,
+} from './protocol';
 
 /** What became of a connection, for logs and the user. */
 export interface ConnectionReport {

@@ -90,7 +90,9 @@ export async function openingHandshake<T>(url: string, options: HandshakeOptions
       socket.on('error', () => {}); // replaced by the caller; a socket never lacks a listener
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
-      const expected = createHash('sha1').update(key + ACCEPT_GUID).digest('base64');
+      const expected = createHash('sha1')
+        .update(key + ACCEPT_GUID)
+        .digest('base64');
       const problem =
         res.headers.upgrade?.toLowerCase() !== 'websocket'
           ? 'Invalid Upgrade header'

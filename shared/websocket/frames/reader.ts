@@ -12,16 +12,7 @@
  * reads the text validates it. Extensions are not supported (permessage-deflate is never
  * negotiated), so RSV bits must be 0.
  */
-import {
-  FRAME_ERRORS,
-  MAX_CONTROL_PAYLOAD,
-  OPCODE,
-  isControlOpcode,
-  isDataOpcode,
-  unmaskInPlace,
-  type ControlOpcode,
-  type FrameErrorKind,
-} from './wire';
+import { FRAME_ERRORS, MAX_CONTROL_PAYLOAD, OPCODE, isControlOpcode, isDataOpcode, unmaskInPlace, type ControlOpcode, type FrameErrorKind } from './wire';
 
 export interface ControlFrame {
   opcode: ControlOpcode;

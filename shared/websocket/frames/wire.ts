@@ -12,11 +12,9 @@ export const MAX_CONTROL_PAYLOAD = 125;
 
 export type ControlOpcode = typeof OPCODE.close | typeof OPCODE.ping | typeof OPCODE.pong;
 
-export const isControlOpcode = (opcode: number): opcode is ControlOpcode =>
-  opcode === OPCODE.close || opcode === OPCODE.ping || opcode === OPCODE.pong;
+export const isControlOpcode = (opcode: number): opcode is ControlOpcode => opcode === OPCODE.close || opcode === OPCODE.ping || opcode === OPCODE.pong;
 
-export const isDataOpcode = (opcode: number): boolean =>
-  opcode === OPCODE.continuation || opcode === OPCODE.text || opcode === OPCODE.binary;
+export const isDataOpcode = (opcode: number): boolean => opcode === OPCODE.continuation || opcode === OPCODE.text || opcode === OPCODE.binary;
 
 /** Every way a peer can break the framing rules, with the close code to answer it with. */
 export const FRAME_ERRORS = {

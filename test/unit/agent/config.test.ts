@@ -14,7 +14,9 @@ describe('servers', () => {
   });
 
   it('refuses a list with anything but URLs in it', () => {
-    expect(() => loadAgentConfig({ server: 'http://a:8081,b:8082' }, base)).toThrow(/server: must be an http\(s\):\/\/ or ws\(s\):\/\/ URL, or several comma-separated/);
+    expect(() => loadAgentConfig({ server: 'http://a:8081,b:8082' }, base)).toThrow(
+      /server: must be an http\(s\):\/\/ or ws\(s\):\/\/ URL, or several comma-separated/,
+    );
     expect(() => loadAgentConfig({ server: ' , ' }, base)).toThrow(/server: must be/);
   });
 });

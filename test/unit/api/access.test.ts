@@ -6,8 +6,16 @@ import { ApiError } from '../../../api/errors';
 import type { Principal } from '../../../api/store/tokens';
 
 const principal = (over: Partial<Principal> = {}): Principal => ({
-  token_id: 'tok_1', username: 'ann', role: 'platform-engineer', kind: 'human', scopes: ['*'], tenants: [],
-  created_at: '2026-01-01T00:00:00.000Z', expires_at: null, revoked_at: null, ...over,
+  token_id: 'tok_1',
+  username: 'ann',
+  role: 'platform-engineer',
+  kind: 'human',
+  scopes: ['*'],
+  tenants: [],
+  created_at: '2026-01-01T00:00:00.000Z',
+  expires_at: null,
+  revoked_at: null,
+  ...over,
 });
 
 /** The 403 that `fn` throws (fails the test if it throws anything else or nothing). */
@@ -100,9 +108,7 @@ describe('requireWithinIssuer', () => {
     const issuer = principal({ scopes: ['sessions:read', 'sessions:write'] });
     expect(() => requireWithinIssuer(issuer, { scopes: ['sessions:read'], tenants: [], expiresAt: null })).not.toThrow();
     expect(() => requireWithinIssuer(issuer, { scopes: [], tenants: [], expiresAt: null })).not.toThrow();
-    const err = forbiddenBy(() =>
-      requireWithinIssuer(issuer, { scopes: ['sessions:read', 'devices:read', 'identity:write'], tenants: [], expiresAt: null }),
-    );
+    const err = forbiddenBy(() => requireWithinIssuer(issuer, { scopes: ['sessions:read', 'devices:read', 'identity:write'], tenants: [], expiresAt: null }));
     expect(err.message).toBe('a token can only issue scopes it holds itself; this token lacks devices:read, identity:write');
   });
 

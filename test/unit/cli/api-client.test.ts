@@ -48,7 +48,7 @@ describe('api client', () => {
     expect(await api.request('GET', '/v1/ok')).toEqual({ auth: 'Bearer tth_t' });
   });
 
-  it('turns an API error into an ApiFailure carrying the API\'s code and status', async () => {
+  it("turns an API error into an ApiFailure carrying the API's code and status", async () => {
     const err = await failure('/v1/missing');
     expect(err).toBeInstanceOf(ApiFailure);
     expect(err).toMatchObject({ code: 'not_found', status: 404, message: 'no device nowhere' });
@@ -77,18 +77,22 @@ describe('api client', () => {
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
-  it('names what is wrong with an answer that is not the API\'s, or no answer at all', async () => {
+  it("names what is wrong with an answer that is not the API's, or no answer at all", async () => {
     expect(await failure('/v1/html')).toMatchObject({ code: 'bad_answer' });
     expect(await failure('/v1/bare')).toMatchObject({ code: 'unknown', status: 418, message: 'HTTP 418' });
-    const unreachable = await createApiClient({ server: 'http://127.0.0.1:1' }).request('GET', '/v1/ok').catch((e: unknown) => e);
+    const unreachable = await createApiClient({ server: 'http://127.0.0.1:1' })
+      .request('GET', '/v1/ok')
+      .catch((e: unknown) => e);
     expect(unreachable).toMatchObject({ code: 'unreachable' });
     for (const server of ['localhost:8080', 'ftp://127.0.0.1', 'not a url']) {
-      const refused = await createApiClient({ server }).request('GET', '/v1/ok').catch((e: unknown) => e);
+      const refused = await createApiClient({ server })
+        .request('GET', '/v1/ok')
+        .catch((e: unknown) => e);
       expect(refused).toMatchObject({ code: 'unreachable', message: `cannot reach ${server}: not an http:// or https:// URL` });
     }
   });
 
-  it('sends a JSON body with its length, and keeps a server\'s base path', async () => {
+  it("sends a JSON body with its length, and keeps a server's base path", async () => {
     const seen: Array<{ url?: string; type?: string; length?: string; body: string }> = [];
     const echo = createServer((req, res) => {
       let body = '';

@@ -44,7 +44,11 @@ async function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ failu
   let stderr = '';
   const program = new Command('tether').exitOverride();
   const ctx = createContext({ XDG_CONFIG_HOME: home, HOME: home, ...env }, { stdout: () => {}, stderr: (t) => void (stderr += t) });
-  registerClientCommands(program, () => ctx, () => {});
+  registerClientCommands(
+    program,
+    () => ctx,
+    () => {},
+  );
   const failure = await program.parseAsync(args, { from: 'user' }).then(
     () => undefined,
     (err: unknown) => {

@@ -3,7 +3,7 @@ import { explainClose, serverShutDown } from '../../../cli/explain-close';
 import { STREAM_CLOSE, STREAM_END, TOKEN_END_TEXT } from '../../../shared/protocol/session-stream';
 
 describe('explainClose', () => {
-  it('tells the device\'s agent stopping from the server shutting down (both close 1001)', () => {
+  it("tells the device's agent stopping from the server shutting down (both close 1001)", () => {
     const agent = STREAM_END.agent_stopping;
     const server = STREAM_END.server_shutdown;
     expect(agent.code).toBe(server.code);
@@ -19,7 +19,7 @@ describe('explainClose', () => {
     expect(serverShutDown(STREAM_END.closed.code, STREAM_END.closed.text)).toBe(false);
   });
 
-  it('has words for every way a session\'s streams end, each its own', () => {
+  it("has words for every way a session's streams end, each its own", () => {
     const words = Object.values(STREAM_END).map(({ code, text }) => explainClose(code, text));
     expect(new Set(words).size).toBe(words.length);
     for (const w of words) expect(w).not.toMatch(/code \d+/);
@@ -27,9 +27,7 @@ describe('explainClose', () => {
 
   it('says why a session was closed when its reason is one the server sends, and gives a reason it does not know the words of its code', () => {
     expect(explainClose(STREAM_END.closed.code, STREAM_END.closed.text)).toBe('the session was closed');
-    expect(explainClose(STREAM_END.token_expired.code, STREAM_END.token_expired.text)).toBe(
-      'the session closed: the token that opened it expired',
-    );
+    expect(explainClose(STREAM_END.token_expired.code, STREAM_END.token_expired.text)).toBe('the session closed: the token that opened it expired');
     expect(explainClose(STREAM_END.idle.code, STREAM_END.idle.text)).toBe(`the ${STREAM_END.idle.text}`);
     // Read as data, never as words: a reason only looking like a known one is its code's.
     expect(explainClose(STREAM_CLOSE.sessionClosed, 'session closed: a reason added later')).toBe('the session was closed');

@@ -16,7 +16,12 @@ function usage(text: string): string {
 
 describe('parseForwardSpec', () => {
   it('reads LOCAL_PORT:HOST:PORT with the loopback as bind address, and BIND:LOCAL_PORT:HOST:PORT', () => {
-    expect(parseForwardSpec('15432:127.0.0.1:5432')).toEqual({ bindHost: '127.0.0.1', localPort: 15432, target: '127.0.0.1:5432', text: '15432:127.0.0.1:5432' });
+    expect(parseForwardSpec('15432:127.0.0.1:5432')).toEqual({
+      bindHost: '127.0.0.1',
+      localPort: 15432,
+      target: '127.0.0.1:5432',
+      text: '15432:127.0.0.1:5432',
+    });
     expect(parseForwardSpec('0.0.0.0:8080:LOCALHOST:80')).toMatchObject({ bindHost: '0.0.0.0', localPort: 8080, target: 'localhost:80' });
     expect(parseForwardSpec('0:db.local:6379')).toMatchObject({ localPort: 0, target: 'db.local:6379' });
     expect(parseForwardSpec('localhost:2222:10.0.0.5:22')).toMatchObject({ bindHost: 'localhost', target: '10.0.0.5:22' });

@@ -14,7 +14,13 @@ describe('table', () => {
   });
 
   it('never pads the last column', () => {
-    const lines = table([{ a: 'x', b: 'y' }, { a: 'x', b: 'much longer' }], ['a', 'b']).split('\n');
+    const lines = table(
+      [
+        { a: 'x', b: 'y' },
+        { a: 'x', b: 'much longer' },
+      ],
+      ['a', 'b'],
+    ).split('\n');
     expect(lines.map((l) => l.endsWith(' '))).toEqual([false, false, false, false]);
   });
 });

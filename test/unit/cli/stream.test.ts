@@ -45,7 +45,7 @@ async function connect(): Promise<{ stream: ClientStream; peer: Peer }> {
 }
 
 describe('client stream requests', () => {
-  it('sends {id, op, params} and resolves with the one answer\'s result', async () => {
+  it("sends {id, op, params} and resolves with the one answer's result", async () => {
     const { stream, peer } = await connect();
     const result = stream.request('system.info');
     const req = (await peer.next()) as Request;
@@ -54,7 +54,7 @@ describe('client stream requests', () => {
     expect(await result).toEqual({ hostname: 'h' });
   });
 
-  it('rejects an error answer with the device\'s code as data', async () => {
+  it("rejects an error answer with the device's code as data", async () => {
     const { stream, peer } = await connect();
     const result = stream.request('stat', { path: '/nope' });
     const req = await peer.next();
@@ -136,7 +136,7 @@ describe('requests answered more than once', () => {
 });
 
 describe('other frames', () => {
-  it('passes the shell\'s exit on, sends resize frames, and drops what it does not know', async () => {
+  it("passes the shell's exit on, sends resize frames, and drops what it does not know", async () => {
     const { stream, peer } = await connect();
     const exits: number[] = [];
     stream.onShellExit((e) => exits.push(e.code));

@@ -81,7 +81,14 @@ async function makeControl(options: { onlineIds?: string[]; started?: boolean; h
     local: [] as string[],
     broadcasts: await peer.listen(BROADCAST_SUBJECT),
   };
-  const bus = createBus({ url: nats.url, nodeName: 'control', name: 'tether-control-test', log: silentLogger, onUp: () => c.busUp(), onDown: () => c.busDown() });
+  const bus = createBus({
+    url: nats.url,
+    nodeName: 'control',
+    name: 'tether-control-test',
+    log: silentLogger,
+    onUp: () => c.busUp(),
+    onDown: () => c.busDown(),
+  });
   const c = createControl({
     bus,
     run: CONTROL_RUN,
@@ -93,11 +100,17 @@ async function makeControl(options: { onlineIds?: string[]; started?: boolean; h
     api: {
       agentKey: (deviceId) => (TOKENS[deviceId] === undefined ? undefined : keyOf(deviceId)),
       authorizeStream: (sessionId, credentials) =>
-        sessionId === GRANT.sessionId && credentials.ticketDigest === TICKET_DIGEST ? { ok: true, grant: GRANT } : { ok: false, code: 4401, reason: 'no valid ticket' },
+        sessionId === GRANT.sessionId && credentials.ticketDigest === TICKET_DIGEST
+          ? { ok: true, grant: GRANT }
+          : { ok: false, code: 4401, reason: 'no valid ticket' },
       openSession: (sessionId) => (sessionId === GRANT.sessionId ? GRANT : undefined),
       recordBytes: (counts) => void f.bytes.push(counts),
       streamClients: { attached: (id) => void f.clients.push(`attached ${id}`), detached: (id) => void f.clients.push(`detached ${id}`) },
-      presence: { apply: (changes) => void f.writes.push(...changes), onlineIds: () => options.onlineIds ?? [], seen: (lastSeen) => void f.seen.push(lastSeen) },
+      presence: {
+        apply: (changes) => void f.writes.push(...changes),
+        onlineIds: () => options.onlineIds ?? [],
+        seen: (lastSeen) => void f.seen.push(lastSeen),
+      },
       recordings: {
         start(grant, streamId): StreamRecording {
           const r = { grant, streamId, payloads: [] as string[], ended: false };
@@ -190,7 +203,7 @@ function keepBeating(name: string, everyMs = 125): () => Promise<void> {
 const settled = (name: string, run = runOf(name)) => beat(name, run);
 
 describe('agent proofs (agent-auth)', () => {
-  it("takes a node proof made for the very node that asks and the very device, and no other", async () => {
+  it('takes a node proof made for the very node that asks and the very device, and no other', async () => {
     await makeControl();
     const ask = (node: string, body: object) => peer.ask(control(node, 'agent-auth'), body);
     expect(await ask('edge-a', { device_id: 'dev-1', proof: proof('edge-a', 'dev-1') })).toEqual({ ok: true });
@@ -243,7 +256,13 @@ describe('presence from a node', () => {
     const f = await makeControl();
     await beat('edge-a');
     await changes('edge-a', [agent('edge-a', 'dev-1')]);
-    await peer.tell(control('edge-a', 'seen'), { node_id: runOf('edge-a'), seen: [['dev-1', 1_000], ['dev-2', 2_000]] });
+    await peer.tell(control('edge-a', 'seen'), {
+      node_id: runOf('edge-a'),
+      seen: [
+        ['dev-1', 1_000],
+        ['dev-2', 2_000],
+      ],
+    });
     await peer.tell(control('edge-a', 'seen'), { node_id: runOf('edge-a', 'b'), seen: [['dev-1', 3_000]] });
     await settled('edge-a');
     expect(f.seen.map((m) => [...m])).toEqual([[['dev-1', 1_000]]]);
@@ -305,7 +324,7 @@ describe('runs of a node', () => {
     expect(await beat('edge-a', runOf('edge-a', 'b'))).toMatchObject({ resync: false });
   });
 
-  it("asks a node to resend its presence when its digest differs from what it reported on two heartbeats in a row", async () => {
+  it('asks a node to resend its presence when its digest differs from what it reported on two heartbeats in a row', async () => {
     const f = await makeControl();
     await beat('edge-a');
     await changes('edge-a', [agent('edge-a', 'dev-1', 7)]);
@@ -377,7 +396,14 @@ describe('session streams across nodes', () => {
     const { device_id, message } = commands[0]!.body;
     expect(device_id).toBe('dev-1');
     const { sig, ...signed } = message;
-    expect(signed).toEqual({ type: 'stream.open', session_id: 'sess-1', stream_id: STREAM_ID, protocol: 'shell', expires_at: FUTURE, url: 'http://edge-a.test' });
+    expect(signed).toEqual({
+      type: 'stream.open',
+      session_id: 'sess-1',
+      stream_id: STREAM_ID,
+      protocol: 'shell',
+      expires_at: FUTURE,
+      url: 'http://edge-a.test',
+    });
     expect(sig).toBe(streamOpenSignature(keyOf('dev-1'), { device_id: 'dev-1', ...signed }));
 
     // The session closed: its grants went with it.
@@ -389,7 +415,14 @@ describe('session streams across nodes', () => {
   it('takes byte counts and client attachment only for sessions granted to that node', async () => {
     const f = await makeControl();
     await streamAuth('edge-a');
-    expect(await ask('edge-a', 'bytes', { counts: [['sess-1', 10, 20], ['sess-2', 5, 5]] })).toEqual({ ok: true });
+    expect(
+      await ask('edge-a', 'bytes', {
+        counts: [
+          ['sess-1', 10, 20],
+          ['sess-2', 5, 5],
+        ],
+      }),
+    ).toEqual({ ok: true });
     expect(await ask('edge-b', 'bytes', { counts: [['sess-1', 1_000, 1_000]] })).toEqual({ ok: true });
     expect(f.bytes.map((m) => [...m])).toEqual([[['sess-1', { toDevice: 10, fromDevice: 20 }]], []]);
     await peer.tell(control('edge-a', 'streams'), { attached: ['sess-1', 'sess-2'], detached: [] });
@@ -419,7 +452,7 @@ describe('session streams across nodes', () => {
     expect(f.recordings).toEqual([{ grant: GRANT, streamId: STREAM_ID, payloads: ['hello from the shell'], ended: true }]);
   });
 
-  it('passes on an agent\'s refusal only from the node that holds the device', async () => {
+  it("passes on an agent's refusal only from the node that holds the device", async () => {
     const f = await makeControl();
     await beat('edge-a');
     await beat('edge-b');
@@ -439,9 +472,15 @@ describe('bounds', () => {
     const f = await makeControl();
     await beat('edge-a');
     await streamAuth('edge-a');
-    await changes('edge-a', Array.from({ length: PART + 1 }, () => agent('edge-a', 'dev-1')));
+    await changes(
+      'edge-a',
+      Array.from({ length: PART + 1 }, () => agent('edge-a', 'dev-1')),
+    );
     expect(await peer.ask(control('edge-a', 'bytes'), { counts: [['sess-1', 2 ** 40 + 1, 0]] })).toBe('no answer');
-    await changes('edge-a', Array.from({ length: PART }, () => agent('edge-a', 'dev-2')));
+    await changes(
+      'edge-a',
+      Array.from({ length: PART }, () => agent('edge-a', 'dev-2')),
+    );
     await waitFor(() => f.writes.length > 0, 'a presence write');
     expect(stateOf(f)).toEqual({ 'dev-2': 'online' });
     expect(f.bytes).toEqual([]);

@@ -93,8 +93,23 @@ async function startEdge(options: { natsUrl?: string; peer?: BusPeer } = {}): Pr
     disconnectAgents: (code, reason) => void calls.push(`disconnectAgents ${code} ${reason}`),
   };
   let edge: Edge;
-  const bus = createBus({ url: options.natsUrl ?? nats.url, nodeName: NODE, name: `tether-${RUN}`, log: silentLogger, onUp: () => edge.busUp(), onDown: () => edge.busDown() });
-  edge = createEdge({ bus, nodeName: NODE, nodeId: RUN, publicUrl: 'http://edge-a.test', heartbeatMs: HEARTBEAT_MS, log: silentLogger, metrics: createMetrics() });
+  const bus = createBus({
+    url: options.natsUrl ?? nats.url,
+    nodeName: NODE,
+    name: `tether-${RUN}`,
+    log: silentLogger,
+    onUp: () => edge.busUp(),
+    onDown: () => edge.busDown(),
+  });
+  edge = createEdge({
+    bus,
+    nodeName: NODE,
+    nodeId: RUN,
+    publicUrl: 'http://edge-a.test',
+    heartbeatMs: HEARTBEAT_MS,
+    log: silentLogger,
+    metrics: createMetrics(),
+  });
   const f: Fixture = { edge, sent, answers, agents, calls, here, of: (verb) => sent.filter((m) => m.subject === `tether.control.${NODE}.${verb}`) };
   fixture = f;
   edge.start(localRelay);
@@ -189,7 +204,7 @@ describe('stream grants', () => {
     expect(f.of('stream-auth')).toHaveLength(6);
   });
 
-  it('never uses a kept grant past its session\'s expiry or its token\'s', async () => {
+  it("never uses a kept grant past its session's expiry or its token's", async () => {
     const f = await startEdge();
     const soon = () => new Date(Date.now() + 200).toISOString();
     f.answers['stream-auth'] = () => ({ ok: true, grant: grantOf({ expiresAt: soon() }) });
@@ -218,7 +233,14 @@ describe('presence', () => {
       kind: 'changes',
       node_id: RUN,
       online: [
-        { device_id: 'dev-1', generation: 3, since: 5_000, agent_version: '1.0.0', forward_allow: ['127.0.0.1:*'], proof: nodeAgentProof(agentKey('tdev_one'), NODE, 'dev-1') },
+        {
+          device_id: 'dev-1',
+          generation: 3,
+          since: 5_000,
+          agent_version: '1.0.0',
+          forward_allow: ['127.0.0.1:*'],
+          proof: nodeAgentProof(agentKey('tdev_one'), NODE, 'dev-1'),
+        },
         { device_id: 'dev-9', generation: 1, since: 5_000, agent_version: null, forward_allow: null, proof: '' },
       ],
       offline: [{ device_id: 'dev-2', generation: 2, at: 6_000 }],
@@ -229,7 +251,15 @@ describe('presence', () => {
     const f = await startEdge();
     f.agents.push(held('dev-1', 4), held('dev-2', 9));
     const beat = await peer.next(f.sent, (m) => m.subject.endsWith('.node') && m.body.agents === 2, 'a heartbeat with two agents');
-    expect(beat.body).toEqual({ node_id: RUN, url: 'http://edge-a.test', agents: 2, digest: digestOf([{ deviceId: 'dev-1', generation: 4 }, { deviceId: 'dev-2', generation: 9 }]) });
+    expect(beat.body).toEqual({
+      node_id: RUN,
+      url: 'http://edge-a.test',
+      agents: 2,
+      digest: digestOf([
+        { deviceId: 'dev-1', generation: 4 },
+        { deviceId: 'dev-2', generation: 9 },
+      ]),
+    });
   });
 
   it('sends a snapshot in parts when the control node asks for one, when the control node changed, and on a resync broadcast', async () => {
@@ -277,9 +307,17 @@ describe('byte counts', () => {
     f.edge.relayDeps.recordBytes(new Map([['sess-1', { toDevice: 10, fromDevice: 20 }]]));
     await peer.next(f.sent, (m) => m.subject.endsWith('.bytes'), 'a byte report', 3_000);
     f.answers.bytes = () => ({ ok: true });
-    f.edge.relayDeps.recordBytes(new Map([['sess-1', { toDevice: 1, fromDevice: 2 }], ['sess-2', { toDevice: 5, fromDevice: 0 }]]));
+    f.edge.relayDeps.recordBytes(
+      new Map([
+        ['sess-1', { toDevice: 1, fromDevice: 2 }],
+        ['sess-2', { toDevice: 5, fromDevice: 0 }],
+      ]),
+    );
     const again = await waitFor(() => f.of('bytes')[1], 'the report again', 6_000);
-    expect(again.body.counts.sort()).toEqual([['sess-1', 11, 22], ['sess-2', 5, 0]]);
+    expect(again.body.counts.sort()).toEqual([
+      ['sess-1', 11, 22],
+      ['sess-2', 5, 0],
+    ]);
     await new Promise((r) => setTimeout(r, 1_500));
     expect(f.of('bytes')).toHaveLength(2); // acknowledged: not sent again
   });
@@ -305,10 +343,18 @@ describe('commands and broadcasts from the control node', () => {
     ]);
   });
 
-  it("delivers a command to an agent it holds, and says so; not for an agent it does not hold", async () => {
+  it('delivers a command to an agent it holds, and says so; not for an agent it does not hold', async () => {
     const f = await startEdge();
     f.here.add('dev-1');
-    const open = { type: 'stream.open', session_id: 'sess-1', stream_id: 'a'.repeat(26), protocol: 'shell', expires_at: FUTURE, url: 'http://edge-b.test', sig: 's'.repeat(64) };
+    const open = {
+      type: 'stream.open',
+      session_id: 'sess-1',
+      stream_id: 'a'.repeat(26),
+      protocol: 'shell',
+      expires_at: FUTURE,
+      url: 'http://edge-b.test',
+      sig: 's'.repeat(64),
+    };
     expect(await peer.ask(`tether.node.${NODE}`, { type: 'agent.send', device_id: 'dev-1', message: open })).toEqual({ sent: true });
     expect(await peer.ask(`tether.node.${NODE}`, { type: 'agent.send', device_id: 'ghost', message: open })).toEqual({ sent: false });
     expect(f.calls).toEqual(['sendToAgent dev-1 stream.open', 'sendToAgent ghost stream.open']);
@@ -317,7 +363,15 @@ describe('commands and broadcasts from the control node', () => {
   it('asks the control node to open a stream elsewhere with the session and stream ids only, and passes a refusal on, cut short', async () => {
     const f = await startEdge();
     f.answers['stream-open'] = () => ({ sent: false });
-    const open = { type: 'stream.open' as const, session_id: 'sess-1', stream_id: 'a'.repeat(26), protocol: 'shell' as const, expires_at: FUTURE, url: 'http://elsewhere.test', targets: ['10.0.0.1:22'] };
+    const open = {
+      type: 'stream.open' as const,
+      session_id: 'sess-1',
+      stream_id: 'a'.repeat(26),
+      protocol: 'shell' as const,
+      expires_at: FUTURE,
+      url: 'http://elsewhere.test',
+      targets: ['10.0.0.1:22'],
+    };
     expect(await f.edge.relayDeps.routeStream('dev-1', open)).toBe(false);
     expect(f.of('stream-open').map((m) => m.body)).toEqual([{ session_id: 'sess-1', stream_id: 'a'.repeat(26) }]);
     f.edge.relayDeps.onStreamRefusedElsewhere('dev-1', 'a'.repeat(26), 'x'.repeat(500));

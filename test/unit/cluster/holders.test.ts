@@ -65,12 +65,22 @@ describe('HolderTable', () => {
     t.online('d2', { node: 'A', generation: 2, since: 1 });
     t.online('d3', { node: 'B', generation: 1, since: 1 });
     t.online('d2', { node: 'A', generation: 5, since: 2 }); // replaces generation 2
-    expect(t.digest('A')).toBe(digestOf([{ deviceId: 'd2', generation: 5 }, { deviceId: 'd1', generation: 1 }]));
+    expect(t.digest('A')).toBe(
+      digestOf([
+        { deviceId: 'd2', generation: 5 },
+        { deviceId: 'd1', generation: 1 },
+      ]),
+    );
     expect(t.digest('B')).toBe(digestOf([{ deviceId: 'd3', generation: 1 }]));
     t.offline('d1', { node: 'A', generation: 1 });
     expect(t.digest('A')).toBe(digestOf([{ deviceId: 'd2', generation: 5 }]));
     // a lost report shows: the node's own digest differs
-    expect(t.digest('A')).not.toBe(digestOf([{ deviceId: 'd2', generation: 5 }, { deviceId: 'd9', generation: 1 }]));
+    expect(t.digest('A')).not.toBe(
+      digestOf([
+        { deviceId: 'd2', generation: 5 },
+        { deviceId: 'd9', generation: 1 },
+      ]),
+    );
     t.dropNode('A');
     expect(t.digest('A')).toBe(digestOf([]));
   });

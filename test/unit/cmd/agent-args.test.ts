@@ -24,7 +24,22 @@ describe('parseAgentArgs', () => {
 
   it('reads every option, in both --flag value and --flag=value forms', () => {
     const parsed = parseAgentArgs(
-      ['--server', 'http://b:8080', '--device-id=dev-1', '--token', 't', '--files-root', '/srv', '--log-dirs', '/a:/b', '--max-sessions', '4', '--max-upload-bytes=9', '--state-dir', '/st'],
+      [
+        '--server',
+        'http://b:8080',
+        '--device-id=dev-1',
+        '--token',
+        't',
+        '--files-root',
+        '/srv',
+        '--log-dirs',
+        '/a:/b',
+        '--max-sessions',
+        '4',
+        '--max-upload-bytes=9',
+        '--state-dir',
+        '/st',
+      ],
       viaTether,
     );
     expect(parsed).toEqual({

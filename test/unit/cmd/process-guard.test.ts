@@ -32,7 +32,10 @@ describe('process guard', () => {
     const run = spawnSync(process.execPath, [out], { encoding: 'utf8', timeout: 10_000 });
     expect(run.status).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({ alive: true, counted: ['exception', 'rejection'] });
-    const lines = run.stderr.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = run.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toMatchObject([
       { level: 'error', msg: 'uncaught error', kind: 'exception', err: { message: 'boom from a timer', stack: expect.stringContaining('boom from a timer') } },
       { level: 'error', msg: 'uncaught error', kind: 'rejection', err: { message: 'nobody waits for me' } },

@@ -122,7 +122,7 @@ describe('loadEdgeConfig', () => {
     expect(message).toContain('nats_url (TETHER_NATS_URL): is required');
   });
 
-  it('reads an edge node\'s settings, and refuses the server\'s data settings as not its own', () => {
+  it("reads an edge node's settings, and refuses the server's data settings as not its own", () => {
     const c = loadEdgeConfig({ TETHER_NATS_URL: 'nats://u:p@127.0.0.1:4222', TETHER_PUBLIC_URL: 'http://edge-1:8081/', TETHER_LISTEN: '0.0.0.0:8081' });
     expect(c).toMatchObject({ host: '0.0.0.0', port: 8081, publicUrl: 'http://edge-1:8081', natsUrl: 'nats://u:p@127.0.0.1:4222', heartbeat_ms: 20_000 });
     const file = join(tempDir(), 'edge.yaml');

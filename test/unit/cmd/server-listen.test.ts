@@ -31,7 +31,7 @@ describe('listen', () => {
     );
   });
 
-  it('explains an address that is not this machine\'s', async () => {
+  it("explains an address that is not this machine's", async () => {
     const error = await listen(httpServer(), '192.0.2.1', 0, '192.0.2.1:0').catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'address_unavailable' });
   });

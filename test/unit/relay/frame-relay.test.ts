@@ -92,8 +92,7 @@ function run(input: Buffer, cuts: number[], opts: { expectMasked?: boolean; maxP
   return result;
 }
 
-const dataFrames = (specs: FrameSpec[]): Frame[] =>
-  specs.filter((s) => s.opcode < 8).map(({ fin, opcode, payload }) => ({ fin, opcode, payload }));
+const dataFrames = (specs: FrameSpec[]): Frame[] => specs.filter((s) => s.opcode < 8).map(({ fin, opcode, payload }) => ({ fin, opcode, payload }));
 const controlFrames = (specs: FrameSpec[]): ControlFrame[] =>
   specs.filter((s) => s.opcode >= 8).map(({ opcode, payload }) => ({ opcode, payload }) as ControlFrame);
 const dataBytes = (specs: FrameSpec[]): number => dataFrames(specs).reduce((n, f) => n + f.payload.length, 0);
@@ -129,11 +128,20 @@ describe('frame forwarder', () => {
     for (let i = 1; i < input.length; i += 3) {
       for (let j = i; j < input.length; j++) expectForwarded(run(input, [i, j]), SMALL);
     }
-    expectForwarded(run(input, Array.from({ length: input.length }, (_, i) => i)), SMALL);
+    expectForwarded(
+      run(
+        input,
+        Array.from({ length: input.length }, (_, i) => i),
+      ),
+      SMALL,
+    );
   });
 
   it('forwards random streams of all length encodings under random splits', () => {
-    const key = fc.oneof(fc.constant(ZERO_KEY), fc.uint8Array({ minLength: 4, maxLength: 4 }).map((k) => Buffer.from(k)));
+    const key = fc.oneof(
+      fc.constant(ZERO_KEY),
+      fc.uint8Array({ minLength: 4, maxLength: 4 }).map((k) => Buffer.from(k)),
+    );
     const size = fc.oneof(fc.integer({ min: 0, max: 125 }), fc.integer({ min: 126, max: 70_000 }));
     const message = fc.record({
       opcode: fc.constantFrom(OPCODE.text, OPCODE.binary),
@@ -142,18 +150,28 @@ describe('frame forwarder', () => {
       ping: fc.option(fc.integer({ min: 0, max: 125 })),
     });
     fc.assert(
-      fc.property(fc.array(message, { minLength: 1, maxLength: 4 }), fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 40 }), (messages, cutPoints) => {
-        const specs: FrameSpec[] = [];
-        for (const m of messages) {
-          m.sizes.forEach((n, i) => {
-            const last = i === m.sizes.length - 1;
-            specs.push({ fin: last, opcode: i === 0 ? m.opcode : OPCODE.continuation, payload: bytes(n), key: m.keys[i] });
-            if (i === 0 && m.ping !== null) specs.push({ fin: true, opcode: OPCODE.ping, payload: bytes(m.ping), key: m.keys[2] });
-          });
-        }
-        const input = Buffer.concat(specs.map(encode));
-        expectForwarded(run(input, cutPoints.map((p) => Math.floor(p * input.length))), specs);
-      }),
+      fc.property(
+        fc.array(message, { minLength: 1, maxLength: 4 }),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 40 }),
+        (messages, cutPoints) => {
+          const specs: FrameSpec[] = [];
+          for (const m of messages) {
+            m.sizes.forEach((n, i) => {
+              const last = i === m.sizes.length - 1;
+              specs.push({ fin: last, opcode: i === 0 ? m.opcode : OPCODE.continuation, payload: bytes(n), key: m.keys[i] });
+              if (i === 0 && m.ping !== null) specs.push({ fin: true, opcode: OPCODE.ping, payload: bytes(m.ping), key: m.keys[2] });
+            });
+          }
+          const input = Buffer.concat(specs.map(encode));
+          expectForwarded(
+            run(
+              input,
+              cutPoints.map((p) => Math.floor(p * input.length)),
+            ),
+            specs,
+          );
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -198,18 +216,34 @@ describe('frame forwarder', () => {
     ['a fragmented ping', [{ fin: false, opcode: OPCODE.ping, payload: bytes(3), key: k() }], 'CONTROL_FRAGMENTED', 1002],
     ['a 126-byte ping', [{ fin: true, opcode: OPCODE.ping, payload: bytes(126), key: k() }], 'CONTROL_TOO_LONG', 1002],
     ['a 1-byte close', [{ fin: true, opcode: OPCODE.close, payload: bytes(1), key: k() }], 'BAD_CLOSE_PAYLOAD', 1002],
-    ['a 64-bit length with its top bit set', [{ fin: true, opcode: OPCODE.binary, payload: bytes(0), key: k(), rawLength64: 1n << 63n }], 'LENGTH_MSB_SET', 1002],
+    [
+      'a 64-bit length with its top bit set',
+      [{ fin: true, opcode: OPCODE.binary, payload: bytes(0), key: k(), rawLength64: 1n << 63n }],
+      'LENGTH_MSB_SET',
+      1002,
+    ],
     ['a length past 2^53', [{ fin: true, opcode: OPCODE.binary, payload: bytes(0), key: k(), rawLength64: 1n << 60n }], 'TOO_BIG', 1009],
     ['a continuation with no message', [{ fin: true, opcode: OPCODE.continuation, payload: bytes(3), key: k() }], 'UNEXPECTED_CONTINUATION', 1002],
-    ['a new message inside a fragmented one', [
-      { fin: false, opcode: OPCODE.text, payload: bytes(3), key: k() },
-      { fin: true, opcode: OPCODE.binary, payload: bytes(3), key: k() },
-    ], 'UNFINISHED_MESSAGE', 1002],
+    [
+      'a new message inside a fragmented one',
+      [
+        { fin: false, opcode: OPCODE.text, payload: bytes(3), key: k() },
+        { fin: true, opcode: OPCODE.binary, payload: bytes(3), key: k() },
+      ],
+      'UNFINISHED_MESSAGE',
+      1002,
+    ],
     ['a frame over maxPayload', [{ fin: true, opcode: OPCODE.binary, payload: bytes(11), key: k() }], 'TOO_BIG', 1009, { maxPayload: 10 }],
-    ['a fragmented message over maxPayload', [
-      { fin: false, opcode: OPCODE.binary, payload: bytes(6), key: k() },
-      { fin: true, opcode: OPCODE.continuation, payload: bytes(5), key: k() },
-    ], 'TOO_BIG', 1009, { maxPayload: 10 }],
+    [
+      'a fragmented message over maxPayload',
+      [
+        { fin: false, opcode: OPCODE.binary, payload: bytes(6), key: k() },
+        { fin: true, opcode: OPCODE.continuation, payload: bytes(5), key: k() },
+      ],
+      'TOO_BIG',
+      1009,
+      { maxPayload: 10 },
+    ],
   ];
 
   it.each(cases)('refuses %s at every split, forwarding nothing of the bad frame', (_name, specs, kind, code, opts) => {

@@ -5,8 +5,11 @@ import { streamOrigins } from '../../../relay/stream-origins';
 const sorted = (origins: ReadonlySet<string>) => [...origins].sort();
 
 describe('streamOrigins', () => {
-  it('is the public URL\'s origin and the named ones', () => {
-    expect(sorted(streamOrigins('https://tether.example.com/base', ['https://ops.example.com']))).toEqual(['https://ops.example.com', 'https://tether.example.com']);
+  it("is the public URL's origin and the named ones", () => {
+    expect(sorted(streamOrigins('https://tether.example.com/base', ['https://ops.example.com']))).toEqual([
+      'https://ops.example.com',
+      'https://tether.example.com',
+    ]);
     expect(sorted(streamOrigins('https://Tether.Example.com:443', []))).toEqual(['https://tether.example.com']);
   });
 

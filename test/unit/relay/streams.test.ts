@@ -83,7 +83,11 @@ async function start(over: Partial<StreamDeps> & { agentHere?: boolean; grants?:
   server.on('upgrade', (req, socket, head) => {
     const path = (req.url ?? '').split('?')[0]!;
     const session = STREAM_PATH.exec(path);
-    const handled = session ? streams.handleClientUpgrade(req, socket, head, session[1]!) : path === AGENT_STREAM_PATH ? streams.handleAgentUpgrade(req, socket, head) : undefined;
+    const handled = session
+      ? streams.handleClientUpgrade(req, socket, head, session[1]!)
+      : path === AGENT_STREAM_PATH
+        ? streams.handleAgentUpgrade(req, socket, head)
+        : undefined;
     if (!handled) socket.destroy();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -107,7 +111,17 @@ function socket(url: string, options: WebSocket.ClientOptions = {}, protocols?: 
   opened.catch(() => {});
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
   cleanups.push(() => ws.terminate());
-  return { ws, messages, opened, closed, status: () => opened.then(() => 101, (err: { status?: number }) => err.status) };
+  return {
+    ws,
+    messages,
+    opened,
+    closed,
+    status: () =>
+      opened.then(
+        () => 101,
+        (err: { status?: number }) => err.status,
+      ),
+  };
 }
 
 const client = (f: Fixture, sessionId: string, options: { ticket?: string; origin?: string; bearer?: string } = {}) => {
@@ -122,7 +136,13 @@ const device = (f: Fixture, open: StreamOpen, deviceId: string, over: { streamId
   const streamId = over.streamId ?? open.stream_id;
   return socket(
     `${f.url}${AGENT_STREAM_PATH}`,
-    { headers: { [AGENT_HEADERS.deviceId]: deviceId, [AGENT_HEADERS.streamId]: streamId, [AGENT_HEADERS.streamProof]: over.proof ?? proofFor(deviceId, streamId) } },
+    {
+      headers: {
+        [AGENT_HEADERS.deviceId]: deviceId,
+        [AGENT_HEADERS.streamId]: streamId,
+        [AGENT_HEADERS.streamProof]: over.proof ?? proofFor(deviceId, streamId),
+      },
+    },
     AGENT_SUBPROTOCOL,
   );
 };
@@ -170,7 +190,13 @@ describe('the device joining', () => {
   it('asks the device with the grant it was admitted with, then splices: bytes both ways, counted, recorded', async () => {
     const f = await start();
     const { c, d, open } = await spliced(f, 'sess-1');
-    expect(open).toEqual({ type: 'stream.open', session_id: 'sess-1', stream_id: expect.stringMatching(/^[a-z2-7]{26}$/), protocol: 'shell', expires_at: FUTURE });
+    expect(open).toEqual({
+      type: 'stream.open',
+      session_id: 'sess-1',
+      stream_id: expect.stringMatching(/^[a-z2-7]{26}$/),
+      protocol: 'shell',
+      expires_at: FUTURE,
+    });
     expect(d.ws.protocol).toBe(AGENT_SUBPROTOCOL);
     c.ws.send('keys from the client');
     await waitFor(() => d.messages.includes('keys from the client'), 'the device to get them');

@@ -42,7 +42,12 @@ describe('text format', () => {
     const [first, ...frames] = lines[0]!.trimEnd().split('\n');
     expect(first).toMatch(/ error agent: uncaught error device_id=laptop kind=exception err="disk full"$/);
     expect(frames.length).toBeGreaterThan(0);
-    expect(frames).toEqual(err.stack!.split('\n').slice(1).map((f) => `    ${f.trim()}`));
+    expect(frames).toEqual(
+      err
+        .stack!.split('\n')
+        .slice(1)
+        .map((f) => `    ${f.trim()}`),
+    );
   });
 
   it('escapes control characters, so a logged name cannot drive the terminal', () => {
@@ -71,7 +76,14 @@ describe('json format', () => {
     log.child({ session_id: 's1' }).warn('failed', { err: new Error('boom') });
     expect(lines.every((l) => l.endsWith('\n'))).toBe(true);
     const [first, second] = lines.map((l) => JSON.parse(l));
-    expect(first).toEqual({ time: expect.any(String), level: 'info', msg: 'connected to broker', component: 'agent', device_id: 'laptop', heartbeat_ms: 20000 });
+    expect(first).toEqual({
+      time: expect.any(String),
+      level: 'info',
+      msg: 'connected to broker',
+      component: 'agent',
+      device_id: 'laptop',
+      heartbeat_ms: 20000,
+    });
     expect(new Date(first.time).toISOString()).toBe(first.time);
     expect(second).toMatchObject({ level: 'warn', session_id: 's1', err: { name: 'Error', message: 'boom' } });
   });

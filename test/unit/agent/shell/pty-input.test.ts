@@ -49,7 +49,11 @@ describe('PTY input', () => {
   it('writes keystrokes at once while the PTY has room, without stopping the caller', async () => {
     const reader = await rawReader(6);
     const events: string[] = [];
-    const input = createPtyInput(reader.term, () => events.push('blocked'), () => events.push('drained'));
+    const input = createPtyInput(
+      reader.term,
+      () => events.push('blocked'),
+      () => events.push('drained'),
+    );
     for (const key of ['l', 's', ' ', '-', 'l', '\r']) input.write(Buffer.from(key));
     expect((await reader.received()).toString()).toBe('ls -l\r');
     expect(events).not.toContain('blocked');
@@ -61,7 +65,11 @@ describe('PTY input', () => {
     const reader = await rawReader(paste.length);
     process.kill(reader.term.pid, 'SIGSTOP'); // the program reads nothing until it continues
     const events: string[] = [];
-    const input = createPtyInput(reader.term, () => events.push('blocked'), () => events.push('drained'));
+    const input = createPtyInput(
+      reader.term,
+      () => events.push('blocked'),
+      () => events.push('drained'),
+    );
     input.write(paste.subarray(0, 512 * 1024));
     input.write(paste.subarray(512 * 1024)); // queued behind the first half, not written past it
     expect(events).toEqual(['blocked']); // told once, until all of it has gone in
@@ -75,10 +83,18 @@ describe('PTY input', () => {
 
   it('writes nothing once closed', async () => {
     const reader = await rawReader(2);
-    const closed = createPtyInput(reader.term, () => {}, () => {});
+    const closed = createPtyInput(
+      reader.term,
+      () => {},
+      () => {},
+    );
     closed.close();
     closed.write(Buffer.from('x'));
-    const open = createPtyInput(reader.term, () => {}, () => {});
+    const open = createPtyInput(
+      reader.term,
+      () => {},
+      () => {},
+    );
     open.write(Buffer.from('yz'));
     expect((await reader.received()).toString()).toBe('yz');
     open.close();

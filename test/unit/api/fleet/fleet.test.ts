@@ -44,7 +44,7 @@ describe('fleet', () => {
       expect(f.listGroups('acme', { page: 1, limit: 10 }).pagination.total_records).toBe(1);
     });
 
-    it("of another tenant are not found, exactly like groups that do not exist", () => {
+    it('of another tenant are not found, exactly like groups that do not exist', () => {
       const f = fleet();
       const g = f.createGroup('acme', 'bot', { name: 'Vans' });
       const theirs = failure(() => f.getGroup('globex', g.group_id));
@@ -85,7 +85,7 @@ describe('fleet', () => {
   });
 
   describe('assignment', () => {
-    it("moves a vehicle between groups, keeping both counts, and records who did it when", () => {
+    it('moves a vehicle between groups, keeping both counts, and records who did it when', () => {
       const f = fleet();
       const vans = f.createGroup('acme', 'bot', { name: 'Vans' });
       const trucks = f.createGroup('acme', 'bot', { name: 'Trucks' });
@@ -106,7 +106,7 @@ describe('fleet', () => {
       expect(f.groupVehicles('acme', vans.group_id, { page: 1, limit: 10 }).vehicles).toEqual([]);
     });
 
-    it("finds neither a vehicle nor a group of another tenant", () => {
+    it('finds neither a vehicle nor a group of another tenant', () => {
       const f = fleet();
       const ours = f.createGroup('acme', 'bot', { name: 'Vans' });
       const theirs = f.createGroup('globex', 'bot', { name: 'Vans' });

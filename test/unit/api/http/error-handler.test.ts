@@ -18,7 +18,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 describe('renderError', () => {
   const conflict = new ApiError('conflict', 'name taken', [{ path: 'name', message: 'taken' }]);
 
-  it('writes every path but the fleet interface\'s in the contract shape', () => {
+  it("writes every path but the fleet interface's in the contract shape", () => {
     for (const path of ['/v1/devices', '/v1/fleetx', '/fleet/v1']) {
       expect(renderError(path, conflict, 'req-1'), path).toEqual({
         status: 409,
@@ -46,7 +46,7 @@ describe('renderError', () => {
     expect(body).toEqual({ error: 'internal_error', message: 'internal error. Request ID: req-9', status: 500 });
   });
 
-  it('writes the errors of fleet paths in the fleet dialect, with the fleet catalogue\'s code and status', () => {
+  it("writes the errors of fleet paths in the fleet dialect, with the fleet catalogue's code and status", () => {
     for (const path of ['/v1/fleet', '/v1/fleet/groups', '/V1/Fleet/groups/g1']) {
       const { status, body } = renderError(path, conflict, 'req-2');
       expect(status, path).toBe(409); // the fleet catalogue's generic CONFLICT
@@ -188,7 +188,7 @@ describe('errorHandler and parserRejection on a real server', () => {
       expect(Date.parse(a.body.timestamp as string)).not.toBeNaN();
     });
 
-    it("answers a fleet code as it says", async () => {
+    it('answers a fleet code as it says', async () => {
       const a = await request(port, 'GET', '/v1/fleet/groups/g7');
       expect(a.status).toBe(404);
       expect(a.body.error).toEqual({ code: 'GROUP_NOT_FOUND', message: 'no group g7' });

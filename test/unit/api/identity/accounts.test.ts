@@ -73,7 +73,10 @@ describe('accounts', () => {
       await user('bob', 'administrator');
       expect(thrown(() => accounts().updateUser(root.principal, 'root', { disabled: true }))).toMatchObject({ code: 'conflict' });
       accounts().updateUser(root.principal, 'bob', { role: 'developer' });
-      expect(thrown(() => accounts().updateUser(root.principal, 'root', { role: 'developer' }))).toMatchObject({ code: 'conflict', message: expect.stringContaining('last enabled administrator') });
+      expect(thrown(() => accounts().updateUser(root.principal, 'root', { role: 'developer' }))).toMatchObject({
+        code: 'conflict',
+        message: expect.stringContaining('last enabled administrator'),
+      });
       expect(store.users.get('root')!.role).toBe('administrator');
     });
   });
@@ -95,7 +98,9 @@ describe('accounts', () => {
     it("one's own needs the current password, checked under the failed-login limit", async () => {
       const ann = await user('ann', 'developer', 'old password');
       expect(await rejection(accounts().changePassword(ann.principal, 'ann', { password: 'new password' }, unlimited))).toMatchObject({ code: 'bad_request' });
-      expect(await rejection(accounts().changePassword(ann.principal, 'ann', { password: 'new password', current_password: 'wrong' }, unlimited))).toMatchObject({
+      expect(
+        await rejection(accounts().changePassword(ann.principal, 'ann', { password: 'new password', current_password: 'wrong' }, unlimited)),
+      ).toMatchObject({
         code: 'forbidden',
       });
       // The limit refuses: the password is not even checked, and nothing changes.
@@ -104,7 +109,9 @@ describe('accounts', () => {
         checked = true;
         throw new Error('429: too many failed logins');
       };
-      await expect(accounts().changePassword(ann.principal, 'ann', { password: 'new password', current_password: 'old password' }, limited)).rejects.toThrow(/429/);
+      await expect(accounts().changePassword(ann.principal, 'ann', { password: 'new password', current_password: 'old password' }, limited)).rejects.toThrow(
+        /429/,
+      );
       expect(checked).toBe(true);
       await identity().login('ann', 'old password');
 
@@ -119,7 +126,12 @@ describe('accounts', () => {
     it("revokes the user's other tokens when asked, never the one in use", async () => {
       const ann = await user('ann', 'developer', 'old password');
       const other = identity().issueToken('ann', {});
-      const result = await accounts().changePassword(ann.principal, 'ann', { password: 'new password', current_password: 'old password', revoke_tokens: true }, unlimited);
+      const result = await accounts().changePassword(
+        ann.principal,
+        'ann',
+        { password: 'new password', current_password: 'old password', revoke_tokens: true },
+        unlimited,
+      );
       expect(result.tokens_revoked).toBeGreaterThanOrEqual(1);
       expect(store.tokens.get(other.token_id)!.revoked_at).not.toBeNull();
       expect(store.tokens.get(ann.token_id)!.revoked_at).toBeNull();
@@ -130,7 +142,9 @@ describe('accounts', () => {
       const admin = await user('root', 'administrator');
       const bob = await user('bob', 'developer');
       await user('ann', 'developer', 'old password');
-      expect(await rejection(accounts().changePassword(bob.principal, 'ann', { password: 'x', current_password: 'old password' }, unlimited))).toMatchObject({ code: 'forbidden' });
+      expect(await rejection(accounts().changePassword(bob.principal, 'ann', { password: 'x', current_password: 'old password' }, unlimited))).toMatchObject({
+        code: 'forbidden',
+      });
       await accounts().changePassword(admin.principal, 'ann', { password: 'reset by root' }, unlimited);
       await identity().login('ann', 'reset by root');
     });
@@ -145,7 +159,11 @@ describe('accounts', () => {
       expect(own.items.map((t) => [t.token_id, t.current])).toEqual([[ann.token_id, true]]);
       expect(thrown(() => accounts().listTokens(ann.principal, { ...listing, username: 'root' }))).toMatchObject({ code: 'forbidden' });
       expect(thrown(() => accounts().listTokens(ann.principal, { ...listing, all: true }))).toMatchObject({ code: 'forbidden' });
-      expect(accounts().listTokens(admin.principal, { ...listing, username: 'ann' }).items.map((t) => [t.token_id, t.current])).toEqual([[ann.token_id, false]]);
+      expect(
+        accounts()
+          .listTokens(admin.principal, { ...listing, username: 'ann' })
+          .items.map((t) => [t.token_id, t.current]),
+      ).toEqual([[ann.token_id, false]]);
     });
 
     it("revokes one's own token, or any as an administrator; someone else's is a 404 like an unknown one", async () => {

@@ -25,7 +25,14 @@ describe('bootstrap', () => {
     expect(statSync(file!).mode & 0o777).toBe(0o600);
     const token = readFileSync(file!, 'utf8').trim();
     expect(token).toMatch(/^tth_/);
-    expect(store.tokens.findByHash(sha256Hex(token))).toMatchObject({ username: 'admin', role: 'administrator', kind: 'service', scopes: ['*'], tenants: ['*'], expires_at: null });
+    expect(store.tokens.findByHash(sha256Hex(token))).toMatchObject({
+      username: 'admin',
+      role: 'administrator',
+      kind: 'service',
+      scopes: ['*'],
+      tenants: ['*'],
+      expires_at: null,
+    });
   });
 
   it('does nothing once there is a user, and leaves the file as it is', () => {

@@ -90,7 +90,10 @@ describe('identity', () => {
       await id.createUser({ username: 'ann', role: 'developer', kind: 'human' });
       await id.createUser({ username: 'ci', role: 'developer', kind: 'service' });
       expect(id.issueToken('ann', {}).expires_at).toBe(at(T0 + USER_TOKEN_TTL_S * 1000));
-      expect(thrown(() => id.issueToken('ann', { ttl_seconds: USER_TOKEN_TTL_S + 1 }))).toMatchObject({ code: 'bad_request', details: [{ path: 'ttl_seconds' }] });
+      expect(thrown(() => id.issueToken('ann', { ttl_seconds: USER_TOKEN_TTL_S + 1 }))).toMatchObject({
+        code: 'bad_request',
+        details: [{ path: 'ttl_seconds' }],
+      });
       expect(id.issueToken('ci', {}).expires_at).toBeNull();
       expect(id.issueToken('ci', { ttl_seconds: SERVICE_TOKEN_MAX_TTL_S }).expires_at).toBe(at(T0 + SERVICE_TOKEN_MAX_TTL_S * 1000));
     });

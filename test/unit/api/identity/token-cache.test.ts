@@ -50,7 +50,7 @@ describe('token resolver', () => {
     expect(resolver.resolve(issued.token, T0)).toBeUndefined();
   });
 
-  it("forgets every token of a user at once when the user changed (disabled here)", async () => {
+  it('forgets every token of a user at once when the user changed (disabled here)', async () => {
     const { issued, resolver } = await setUp();
     const byHash = sha256Hex(issued.token);
     resolver.resolve(issued.token, T0);

@@ -32,7 +32,11 @@ async function record(slices: Buffer[], options: { maxStoredBytes?: number } = {
   });
   const stream = rec.streamStarted();
   // One frame whose payload arrives as these slices, as the broker passes it on.
-  stream.fromDevice.frame(true, BINARY, slices.reduce((n, s) => n + s.length, 0));
+  stream.fromDevice.frame(
+    true,
+    BINARY,
+    slices.reduce((n, s) => n + s.length, 0),
+  );
   for (const s of slices) stream.fromDevice.payload(s);
   stream.end();
   await rec.close();
@@ -56,7 +60,12 @@ describe('a session recording', () => {
   it('says how large the cast is and what its SHA-256 is, and when it ended', async () => {
     const { text: cast, progress } = await record([bytes]);
     const { createHash } = await import('node:crypto');
-    expect(progress).toMatchObject({ bytes: Buffer.byteLength(cast), sha256: createHash('sha256').update(cast).digest('hex'), truncated: false, ended_at: '2026-01-01T00:01:00.000Z' });
+    expect(progress).toMatchObject({
+      bytes: Buffer.byteLength(cast),
+      sha256: createHash('sha256').update(cast).digest('hex'),
+      truncated: false,
+      ended_at: '2026-01-01T00:01:00.000Z',
+    });
   });
 
   it('stops at its size cap, keeping the header and what came before, and says it was truncated', async () => {
@@ -99,7 +108,11 @@ describe('a session recording', () => {
     stream.end();
     await closed;
     const text = gunzipSync(readFileSync(join(dir, 'cast.gz'))).toString('utf8');
-    expect(parseCastStrict(text).events.map((e) => e[2]).join('')).toBe('the last words');
+    expect(
+      parseCastStrict(text)
+        .events.map((e) => e[2])
+        .join(''),
+    ).toBe('the last words');
     expect(progress.at(-1)!.ended_at).not.toBeNull();
   });
 });

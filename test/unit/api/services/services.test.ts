@@ -9,8 +9,15 @@ import { silentLogger } from '../../../../shared/log';
 import { tempDir } from '../../../helpers/stack';
 
 const admin: Principal = {
-  token_id: 'tok_1', username: 'ann@example.com', role: 'administrator', kind: 'human', scopes: ['*'], tenants: [],
-  created_at: '2026-01-01T00:00:00.000Z', expires_at: null, revoked_at: null,
+  token_id: 'tok_1',
+  username: 'ann@example.com',
+  role: 'administrator',
+  kind: 'human',
+  scopes: ['*'],
+  tenants: [],
+  created_at: '2026-01-01T00:00:00.000Z',
+  expires_at: null,
+  revoked_at: null,
 };
 
 const spec = (tag: string, replicas: number, canary = false) =>

@@ -3,7 +3,11 @@ import { revisionOf } from '../../../../api/services/spec';
 import { deriveStatus, syncStatus } from '../../../../api/services/status';
 
 const report = (ready: number, state: 'progressing' | 'failed' = 'progressing') => ({
-  service: 's', environment: 'dev' as const, rollout: 1, ready, state,
+  service: 's',
+  environment: 'dev' as const,
+  rollout: 1,
+  ready,
+  state,
 });
 
 describe('service status from runtime reports', () => {

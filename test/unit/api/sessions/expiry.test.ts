@@ -9,8 +9,15 @@ import { silentLogger } from '../../../../shared/log';
 import { tempDir } from '../../../helpers/stack';
 
 const admin: Principal = {
-  token_id: 'tok_x', username: 'ops', role: 'administrator', kind: 'human', scopes: ['*'], tenants: [],
-  created_at: '', expires_at: null, revoked_at: null,
+  token_id: 'tok_x',
+  username: 'ops',
+  role: 'administrator',
+  kind: 'human',
+  scopes: ['*'],
+  tenants: [],
+  created_at: '',
+  expires_at: null,
+  revoked_at: null,
 };
 
 describe('session expiry timer', () => {

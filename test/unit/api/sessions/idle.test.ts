@@ -13,8 +13,15 @@ import { silentLogger } from '../../../../shared/log';
 import { tempDir } from '../../../helpers/stack';
 
 const admin: Principal = {
-  token_id: 'tok_x', username: 'ops', role: 'administrator', kind: 'human', scopes: ['*'], tenants: [],
-  created_at: '', expires_at: null, revoked_at: null,
+  token_id: 'tok_x',
+  username: 'ops',
+  role: 'administrator',
+  kind: 'human',
+  scopes: ['*'],
+  tenants: [],
+  created_at: '',
+  expires_at: null,
+  revoked_at: null,
 };
 const IDLE_S = 300;
 

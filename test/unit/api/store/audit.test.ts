@@ -7,8 +7,17 @@ import { storeForEachTest } from '../../../helpers/store';
 type NewEvent = Parameters<Store['audit']['append']>[0];
 
 const event = (over: Partial<NewEvent>): NewEvent => ({
-  event: 'session.opened', session_id: 's1', device_id: 'dev-1', protocol: 'shell', actor: 'ann', owner: 'ann',
-  reason: null, at: '2026-01-01T00:00:00.000Z', trace_id: 'trace-1', targets: null, ...over,
+  event: 'session.opened',
+  session_id: 's1',
+  device_id: 'dev-1',
+  protocol: 'shell',
+  actor: 'ann',
+  owner: 'ann',
+  reason: null,
+  at: '2026-01-01T00:00:00.000Z',
+  trace_id: 'trace-1',
+  targets: null,
+  ...over,
 });
 
 describe('audit repository', () => {
@@ -19,8 +28,16 @@ describe('audit repository', () => {
     const { items, total } = store.audit.list({ limit: 10, offset: 0 });
     expect(total).toBe(1);
     expect(items[0]).toEqual<AuditEvent>({
-      id: expect.any(Number) as number, event: 'session.closed', session_id: 's1', device_id: 'dev-1', protocol: 'shell',
-      actor: 'system', reason: 'expired', at: '2026-01-01T00:00:00.000Z', trace_id: 'trace-1', targets: null,
+      id: expect.any(Number) as number,
+      event: 'session.closed',
+      session_id: 's1',
+      device_id: 'dev-1',
+      protocol: 'shell',
+      actor: 'system',
+      reason: 'expired',
+      at: '2026-01-01T00:00:00.000Z',
+      trace_id: 'trace-1',
+      targets: null,
     });
     expect(items[0]).not.toHaveProperty('owner');
   });
@@ -36,7 +53,18 @@ describe('audit repository', () => {
       store.audit.append(event({ session_id: 's1', at: '2026-01-01T00:05:00.000Z', trace_id: 'e1' }));
       store.audit.append(event({ session_id: 's2', device_id: 'dev-2', actor: 'bob', owner: 'bob', at: '2026-01-01T00:01:00.000Z', trace_id: 'e2' }));
       store.audit.append(event({ session_id: 's1', event: 'session.closed', actor: 'bob', reason: 'closed', at: '2026-01-01T00:06:00.000Z', trace_id: 'e3' }));
-      store.audit.append(event({ session_id: 's2', device_id: 'dev-2', event: 'session.expired', actor: 'system', owner: 'bob', reason: 'expired', at: '2026-01-01T00:07:00.000Z', trace_id: 'e4' }));
+      store.audit.append(
+        event({
+          session_id: 's2',
+          device_id: 'dev-2',
+          event: 'session.expired',
+          actor: 'system',
+          owner: 'bob',
+          reason: 'expired',
+          at: '2026-01-01T00:07:00.000Z',
+          trace_id: 'e4',
+        }),
+      );
     });
     const traces = (q: Partial<Parameters<Store['audit']['list']>[0]>) => {
       const { items, total } = store.audit.list({ limit: 100, offset: 0, ...q });

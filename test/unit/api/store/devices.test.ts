@@ -1,6 +1,6 @@
 /** The device registry: unique ids and agent token hashes, labels round-tripped, presence updates, and the list filtered by status, paged and ordered by id. */
 import { describe, expect, it } from 'vitest';
-import { isUniqueViolation,  type Store } from '../../../../api/store/index';
+import { isUniqueViolation, type Store } from '../../../../api/store/index';
 import { failure, storeForEachTest } from '../../../helpers/store';
 
 const created = '2026-01-01T00:00:00.000Z';
@@ -11,7 +11,12 @@ describe('device repository', () => {
   it('registers a device offline, never seen, with its labels', () => {
     store.devices.insert('dev-1', 'hash-1', { site: 'berlin', 'rack/slot': 'a 3' }, created);
     expect(store.devices.get('dev-1')).toEqual({
-      device_id: 'dev-1', agent_status: 'offline', last_seen_at: null, labels: { site: 'berlin', 'rack/slot': 'a 3' }, agent_version: null, created_at: created,
+      device_id: 'dev-1',
+      agent_status: 'offline',
+      last_seen_at: null,
+      labels: { site: 'berlin', 'rack/slot': 'a 3' },
+      agent_version: null,
+      created_at: created,
       forward_allow: null,
     });
     expect(store.devices.get('dev-2')).toBeUndefined();
@@ -34,11 +39,22 @@ describe('device repository', () => {
     for (const id of ['dev-1', 'dev-2', 'dev-3']) store.devices.insert(id, `hash-${id}`, {}, created);
     store.devices.markOnline('dev-1', '1.2.0', '2026-01-01T00:01:00.000Z');
     store.devices.markOnline('dev-2', null, '2026-01-01T00:01:00.000Z', ['127.0.0.1:*', 'db.local:5432']);
-    expect(store.devices.get('dev-1')).toMatchObject({ agent_status: 'online', agent_version: '1.2.0', last_seen_at: '2026-01-01T00:01:00.000Z', forward_allow: null });
+    expect(store.devices.get('dev-1')).toMatchObject({
+      agent_status: 'online',
+      agent_version: '1.2.0',
+      last_seen_at: '2026-01-01T00:01:00.000Z',
+      forward_allow: null,
+    });
     expect(store.devices.get('dev-2')?.forward_allow).toEqual(['127.0.0.1:*', 'db.local:5432']);
     expect(store.devices.onlineCount()).toBe(2);
 
-    store.devices.markSeen(new Map([['dev-1', '2026-01-01T00:02:00.000Z'], ['dev-2', '2026-01-01T00:02:30.000Z'], ['ghost', '2026-01-01T00:02:00.000Z']]));
+    store.devices.markSeen(
+      new Map([
+        ['dev-1', '2026-01-01T00:02:00.000Z'],
+        ['dev-2', '2026-01-01T00:02:30.000Z'],
+        ['ghost', '2026-01-01T00:02:00.000Z'],
+      ]),
+    );
     expect(store.devices.get('dev-1')?.last_seen_at).toBe('2026-01-01T00:02:00.000Z');
     expect(store.devices.get('dev-2')?.last_seen_at).toBe('2026-01-01T00:02:30.000Z');
     expect(store.devices.get('dev-3')?.last_seen_at).toBeNull(); // a heartbeat touches only its device

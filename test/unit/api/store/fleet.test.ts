@@ -7,12 +7,20 @@ import { failure, storeForEachTest } from '../../../helpers/store';
 const t = (hhmm: string) => `2026-01-01T${hhmm}:00.000Z`;
 
 const group = (tenant_id: string, group_id: string, over: Partial<GroupRow> = {}): GroupRow => ({
-  tenant_id, group_id, name: `Group ${group_id}`, name_key: `group ${group_id}`, description: null, region: null, tags: '[]',
-  vehicle_count: 0, created_at: t('00:00'), created_by: 'fleet-bot', ...over,
+  tenant_id,
+  group_id,
+  name: `Group ${group_id}`,
+  name_key: `group ${group_id}`,
+  description: null,
+  region: null,
+  tags: '[]',
+  vehicle_count: 0,
+  created_at: t('00:00'),
+  created_by: 'fleet-bot',
+  ...over,
 });
 
 const vehicle = (tenant_id: string, vehicle_id: string, vin: string) => ({ tenant_id, vehicle_id, vin, device_id: null, created_at: t('00:00') });
-
 
 describe('fleet repository', () => {
   const store = storeForEachTest();
@@ -59,7 +67,15 @@ describe('fleet repository', () => {
     it('registers an active, unassigned vehicle found only in its tenant', () => {
       store.fleet.insertVehicle({ ...vehicle('acme', 'v1', VIN), device_id: 'dev-7' });
       expect(store.fleet.vehicle('acme', 'v1')).toEqual({
-        tenant_id: 'acme', vehicle_id: 'v1', vin: VIN, status: 'active', device_id: 'dev-7', group_id: null, assigned_at: null, assigned_by: null, created_at: t('00:00'),
+        tenant_id: 'acme',
+        vehicle_id: 'v1',
+        vin: VIN,
+        status: 'active',
+        device_id: 'dev-7',
+        group_id: null,
+        assigned_at: null,
+        assigned_by: null,
+        created_at: t('00:00'),
       });
       expect(store.fleet.vehicle('globex', 'v1')).toBeUndefined();
     });

@@ -56,7 +56,7 @@ describe('idempotency keys', () => {
     expect(dump).not.toContain('SECRET');
     expect(keys.begin('ana', 'my-retry-key', 'fp', t0 + 1)).toEqual({ kind: 'replay', response: secret });
     // tampering with the sealed response is caught, never replayed
-    store.db.prepare("UPDATE idempotency_keys SET response = zeroblob(64)").run();
+    store.db.prepare('UPDATE idempotency_keys SET response = zeroblob(64)').run();
     expect(() => keys.begin('ana', 'my-retry-key', 'fp', t0 + 2)).toThrow();
   });
 

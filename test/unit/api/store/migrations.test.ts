@@ -36,13 +36,26 @@ describe('migration 5', () => {
       expect(store.db.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
       expect(store.sessions.get('sess-open')).toMatchObject({ status: 'open', token_expires_at: '2026-01-01T08:00:00.000Z', bytes_to_device: 5 });
       expect(store.sessions.get('sess-done')).toMatchObject({
-        status: 'closed', close_reason: 'closed', closed_at: '2025-12-31T00:00:30Z', bytes_from_device: 8, token_expires_at: null,
+        status: 'closed',
+        close_reason: 'closed',
+        closed_at: '2025-12-31T00:00:30Z',
+        bytes_from_device: 8,
+        token_expires_at: null,
       });
       // the rule "one open session per protocol per device" survived the rebuild
       expect(() =>
         store.sessions.insert({
-          session_id: 'sess-dup', device_id: 'd1', protocol: 'shell', ttl_seconds: 60, opened_by: 'ops', token_id: null,
-          token_expires_at: null, opened_at: '2026-01-01T00:00:01Z', expires_at: '2026-01-01T00:01:01Z', trace_id: 't3', targets: null,
+          session_id: 'sess-dup',
+          device_id: 'd1',
+          protocol: 'shell',
+          ttl_seconds: 60,
+          opened_by: 'ops',
+          token_id: null,
+          token_expires_at: null,
+          opened_at: '2026-01-01T00:00:01Z',
+          expires_at: '2026-01-01T00:01:01Z',
+          trace_id: 't3',
+          targets: null,
         }),
       ).toThrow(/UNIQUE/);
       expect(store.tokens.findByHash('h1')?.scopes).toEqual([...PRE_SCOPE_GRANT]);
@@ -71,8 +84,19 @@ describe('every migration', () => {
       migrate(db);
       expect(db.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
       expect(tablesOf(db)).toEqual([
-        'audit_events', 'deployment_audit', 'devices', 'fleet_groups', 'fleet_vehicles', 'idempotency_keys',
-        'recordings', 'revisions', 'secrets', 'services', 'sessions', 'tokens', 'users',
+        'audit_events',
+        'deployment_audit',
+        'devices',
+        'fleet_groups',
+        'fleet_vehicles',
+        'idempotency_keys',
+        'recordings',
+        'revisions',
+        'secrets',
+        'services',
+        'sessions',
+        'tokens',
+        'users',
       ]);
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
       expect(db.pragma('foreign_key_check')).toEqual([]);

@@ -7,14 +7,32 @@ import { storeForEachTest } from '../../../helpers/store';
 const t = (hhmm: string) => `2026-01-01T${hhmm}:00.000Z`;
 
 const service = (name: string, over: Partial<ServiceRow> = {}): ServiceRow => ({
-  name, environment: 'staging', status: 'deploying', current_revision: 'v1.0.0', previous_revision: null, desired_replicas: 3,
-  ready_replicas: 0, sync_status: 'OutOfSync', canary_revision: null, canary_weight: null, rollout: 1,
-  last_deployed_at: t('00:00'), created_at: t('00:00'), ...over,
+  name,
+  environment: 'staging',
+  status: 'deploying',
+  current_revision: 'v1.0.0',
+  previous_revision: null,
+  desired_replicas: 3,
+  ready_replicas: 0,
+  sync_status: 'OutOfSync',
+  canary_revision: null,
+  canary_weight: null,
+  rollout: 1,
+  last_deployed_at: t('00:00'),
+  created_at: t('00:00'),
+  ...over,
 });
 
 const revision = (name: string, rev: string, over: Partial<RevisionRow> = {}): RevisionRow => ({
-  service: name, environment: 'staging', revision: rev, image: `registry.example.com/platform/${name}:${rev.slice(1)}`,
-  spec: `service:\n  name: ${name}\n`, replicas: 3, deployed_at: t('00:00'), deployed_by: 'ann', ...over,
+  service: name,
+  environment: 'staging',
+  revision: rev,
+  image: `registry.example.com/platform/${name}:${rev.slice(1)}`,
+  spec: `service:\n  name: ${name}\n`,
+  replicas: 3,
+  deployed_at: t('00:00'),
+  deployed_by: 'ann',
+  ...over,
 });
 
 describe('service repository', () => {
@@ -30,7 +48,9 @@ describe('service repository', () => {
   it('reads a service with the image of its current revision', () => {
     deploy(service('web'));
     expect(store.services.get('web', 'staging')).toEqual({
-      ...service('web'), current_image: 'registry.example.com/platform/web:1.0.0', current_image_of: 'v1.0.0',
+      ...service('web'),
+      current_image: 'registry.example.com/platform/web:1.0.0',
+      current_image_of: 'v1.0.0',
     });
     expect(store.services.get('web', 'prod')).toBeUndefined(); // per environment
     expect(store.services.get('api', 'staging')).toBeUndefined();
@@ -41,11 +61,22 @@ describe('service repository', () => {
     const read = store.services.get('web', 'staging')!;
     // what was read (with its image fields) can be written back
     store.db.transaction(() => {
-      store.services.put({ ...read, current_revision: 'v1.1.0', previous_revision: 'v1.0.0', rollout: 2, last_deployed_at: t('01:00'), created_at: t('05:00') });
+      store.services.put({
+        ...read,
+        current_revision: 'v1.1.0',
+        previous_revision: 'v1.0.0',
+        rollout: 2,
+        last_deployed_at: t('01:00'),
+        created_at: t('05:00'),
+      });
       store.services.putRevision(revision('web', 'v1.1.0', { deployed_at: t('01:00') }));
     })();
     expect(store.services.get('web', 'staging')).toMatchObject({
-      current_revision: 'v1.1.0', previous_revision: 'v1.0.0', rollout: 2, last_deployed_at: t('01:00'), created_at: t('00:00'),
+      current_revision: 'v1.1.0',
+      previous_revision: 'v1.0.0',
+      rollout: 2,
+      last_deployed_at: t('01:00'),
+      created_at: t('00:00'),
       current_image: 'registry.example.com/platform/web:1.1.0',
     });
     expect(store.services.list('staging', undefined, 10, 0).total).toBe(1);
@@ -78,7 +109,12 @@ describe('service repository', () => {
     expect(names('prod', undefined)).toEqual({ names: ['web'], total: 1 });
     expect(names('dev', undefined)).toEqual({ names: [], total: 0 });
     expect(store.services.list('staging', undefined, 10, 0).items[0]!.current_image).toBe('registry.example.com/platform/api:1.0.0');
-    expect(store.services.deploying().map((s) => `${s.name}/${s.environment}`).sort()).toEqual(['api/staging', 'web/prod']);
+    expect(
+      store.services
+        .deploying()
+        .map((s) => `${s.name}/${s.environment}`)
+        .sort(),
+    ).toEqual(['api/staging', 'web/prod']);
   });
 
   it('keeps revisions newest first (insertion breaking ties), paged, and updates one deployed again', () => {
@@ -115,9 +151,25 @@ describe('service repository', () => {
 
   describe('deployment audit', () => {
     beforeEach(() => {
-      store.services.audit({ event: 'service.applied', service: 'web', environment: 'staging', revision: 'v1.0.0', actor: 'ann', at: t('00:01'), details: { strategy: 'rolling', replicas: 3, nested: { ok: true, list: [1, 'two'] } } });
+      store.services.audit({
+        event: 'service.applied',
+        service: 'web',
+        environment: 'staging',
+        revision: 'v1.0.0',
+        actor: 'ann',
+        at: t('00:01'),
+        details: { strategy: 'rolling', replicas: 3, nested: { ok: true, list: [1, 'two'] } },
+      });
       store.services.audit({ event: 'service.applied', service: 'api', environment: 'prod', revision: 'v2.0.0', actor: 'bob', at: t('00:02'), details: {} });
-      store.services.audit({ event: 'service.rolled_back', service: 'web', environment: 'staging', revision: null, actor: 'bob', at: t('00:03'), details: { to: 'v0.9.0' } });
+      store.services.audit({
+        event: 'service.rolled_back',
+        service: 'web',
+        environment: 'staging',
+        revision: null,
+        actor: 'bob',
+        at: t('00:03'),
+        details: { to: 'v0.9.0' },
+      });
     });
     const events = (q: Partial<Parameters<Store['services']['auditList']>[0]>) => {
       const { items, total } = store.services.auditList({ limit: 10, offset: 0, ...q });

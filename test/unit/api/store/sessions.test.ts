@@ -1,6 +1,6 @@
 /** The session repository: one open session per protocol per device, close once, filters and newest-first paging, the due and next-expiry queries (token expiry included), and byte counter flushes. */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { isUniqueViolation,  type Store } from '../../../../api/store/index';
+import { isUniqueViolation, type Store } from '../../../../api/store/index';
 import type { SessionRow } from '../../../../api/store/sessions';
 import type { CloseReason } from '../../../../shared/protocol/control-channel';
 import { storeForEachTest } from '../../../helpers/store';
@@ -11,8 +11,18 @@ type NewSession = Parameters<Store['sessions']['insert']>[0];
 const t = (hhmm: string) => `2026-01-01T${hhmm}:00.000Z`;
 
 const session = (session_id: string, over: Partial<NewSession> = {}): NewSession => ({
-  session_id, device_id: 'dev-1', protocol: 'shell', ttl_seconds: 3600, opened_by: 'ann', token_id: 'tok_a', token_expires_at: null,
-  opened_at: t('00:00'), expires_at: t('01:00'), trace_id: `trace-${session_id}`, targets: null, ...over,
+  session_id,
+  device_id: 'dev-1',
+  protocol: 'shell',
+  ttl_seconds: 3600,
+  opened_by: 'ann',
+  token_id: 'tok_a',
+  token_expires_at: null,
+  opened_at: t('00:00'),
+  expires_at: t('01:00'),
+  trace_id: `trace-${session_id}`,
+  targets: null,
+  ...over,
 });
 
 describe('session repository', () => {
@@ -22,7 +32,11 @@ describe('session repository', () => {
     store.sessions.insert(session('s1', { token_expires_at: t('00:30') }));
     expect(store.sessions.get('s1')).toEqual<SessionRow>({
       ...session('s1', { token_expires_at: t('00:30') }),
-      status: 'open', closed_at: null, close_reason: null, bytes_to_device: 0, bytes_from_device: 0,
+      status: 'open',
+      closed_at: null,
+      close_reason: null,
+      bytes_to_device: 0,
+      bytes_from_device: 0,
     });
     expect(store.sessions.get('s2')).toBeUndefined();
   });
@@ -186,9 +200,19 @@ describe('session repository', () => {
     it('adds each flush to the counters, also of a session closed in the meantime', () => {
       store.sessions.insert(session('s1', { device_id: 'd1' }));
       store.sessions.insert(session('s2', { device_id: 'd2' }));
-      store.sessions.addBytes(new Map([['s1', { toDevice: 100, fromDevice: 5 }], ['s2', { toDevice: 1, fromDevice: 2 }]]));
+      store.sessions.addBytes(
+        new Map([
+          ['s1', { toDevice: 100, fromDevice: 5 }],
+          ['s2', { toDevice: 1, fromDevice: 2 }],
+        ]),
+      );
       store.sessions.close('s1', 'closed', t('00:10'));
-      store.sessions.addBytes(new Map([['s1', { toDevice: 20, fromDevice: 3_000_000_000 }], ['ghost', { toDevice: 1, fromDevice: 1 }]]));
+      store.sessions.addBytes(
+        new Map([
+          ['s1', { toDevice: 20, fromDevice: 3_000_000_000 }],
+          ['ghost', { toDevice: 1, fromDevice: 1 }],
+        ]),
+      );
       expect(store.sessions.get('s1')).toMatchObject({ bytes_to_device: 120, bytes_from_device: 3_000_000_005 });
       expect(store.sessions.get('s2')).toMatchObject({ bytes_to_device: 1, bytes_from_device: 2 });
     });
@@ -198,7 +222,12 @@ describe('session repository', () => {
       store.sessions.insert(session('s2', { device_id: 'd2' }));
       // A fractional count cannot be stored in the STRICT integer column: the flush fails midway.
       expect(() =>
-        store.sessions.addBytes(new Map([['s1', { toDevice: 10, fromDevice: 10 }], ['s2', { toDevice: 0.5, fromDevice: 0 }]])),
+        store.sessions.addBytes(
+          new Map([
+            ['s1', { toDevice: 10, fromDevice: 10 }],
+            ['s2', { toDevice: 0.5, fromDevice: 0 }],
+          ]),
+        ),
       ).toThrow(/cannot store REAL value in INTEGER column/);
       expect(store.sessions.get('s1')).toMatchObject({ bytes_to_device: 0, bytes_from_device: 0 });
     });

@@ -8,8 +8,17 @@ import { isUniqueViolation, openStore, type Store } from '../../../../api/store/
 import { tempDir } from '../../../helpers/stack';
 
 const created = '2026-01-01T00:00:00.000Z';
-const token = (token_id: string, over: Partial<{ username: string; scopes: string[]; tenants: string[]; created_at: string; expires_at: string | null }> = {}) => ({
-  token_id, username: 'ann', scopes: ['*'], tenants: [] as string[], created_at: created, expires_at: null as string | null, ...over,
+const token = (
+  token_id: string,
+  over: Partial<{ username: string; scopes: string[]; tenants: string[]; created_at: string; expires_at: string | null }> = {},
+) => ({
+  token_id,
+  username: 'ann',
+  scopes: ['*'],
+  tenants: [] as string[],
+  created_at: created,
+  expires_at: null as string | null,
+  ...over,
 });
 
 describe('token repository', () => {
@@ -25,8 +34,16 @@ describe('token repository', () => {
     store.tokens.insert(token('tok_a', { expires_at: '2026-01-01T08:00:00.000Z' }), 'hash-a');
     store.tokens.insert(token('tok_b', { username: 'bot' }), 'hash-b');
     expect(store.tokens.findByHash('hash-a')).toEqual({
-      token_id: 'tok_a', username: 'ann', role: 'platform-engineer', kind: 'human', scopes: ['*'], tenants: [],
-      created_at: created, expires_at: '2026-01-01T08:00:00.000Z', revoked_at: null, user_disabled: false,
+      token_id: 'tok_a',
+      username: 'ann',
+      role: 'platform-engineer',
+      kind: 'human',
+      scopes: ['*'],
+      tenants: [],
+      created_at: created,
+      expires_at: '2026-01-01T08:00:00.000Z',
+      revoked_at: null,
+      user_disabled: false,
     });
     expect(store.tokens.findByHash('hash-b')).toMatchObject({ token_id: 'tok_b', role: null, kind: 'service', expires_at: null });
     expect(store.tokens.findByHash('tok_a')).toBeUndefined(); // the id is no credential
@@ -68,7 +85,13 @@ describe('token repository', () => {
   it('reads a token by id, without its hash', () => {
     store.tokens.insert(token('tok_a', { scopes: ['fleet:read'], tenants: ['acme'] }), 'hash-a');
     expect(store.tokens.get('tok_a')).toEqual({
-      token_id: 'tok_a', username: 'ann', scopes: ['fleet:read'], tenants: ['acme'], created_at: created, expires_at: null, revoked_at: null,
+      token_id: 'tok_a',
+      username: 'ann',
+      scopes: ['fleet:read'],
+      tenants: ['acme'],
+      created_at: created,
+      expires_at: null,
+      revoked_at: null,
     });
     expect(store.tokens.get('tok_b')).toBeUndefined();
     expect(store.tokens.get('hash-a')).toBeUndefined();
@@ -122,13 +145,19 @@ describe('token repository', () => {
     it('shows the record and never the hash', () => {
       const [bot] = store.tokens.list({ username: 'bot', status: 'all', now, limit: 1, offset: 0 }).items;
       expect(bot).toEqual({
-        token_id: 'tok_bot', username: 'bot', scopes: ['*'], tenants: [], created_at: at(6), expires_at: null, revoked_at: null,
+        token_id: 'tok_bot',
+        username: 'bot',
+        scopes: ['*'],
+        tenants: [],
+        created_at: at(6),
+        expires_at: null,
+        revoked_at: null,
       });
       expect(JSON.stringify(store.tokens.list({ status: 'all', now, limit: 100, offset: 0 }))).not.toMatch(/\bh[1-7]\b|hash/);
     });
   });
 
-  it("revokes every unrevoked token of a user but the one kept, and says which", () => {
+  it('revokes every unrevoked token of a user but the one kept, and says which', () => {
     for (const id of ['tok_a', 'tok_b', 'tok_c', 'tok_old']) store.tokens.insert(token(id), `hash-${id}`);
     store.tokens.insert(token('tok_bot', { username: 'bot' }), 'hash-bot');
     store.tokens.revoke('tok_old', '2026-01-01T01:00:00.000Z');

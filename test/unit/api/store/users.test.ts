@@ -18,7 +18,12 @@ describe('user repository', () => {
     store.users.insert({ username: 'ann', role: 'platform-engineer', kind: 'human', created_at: at }, 'scrypt$abc');
     store.users.insert({ username: 'ci-bot', role: null, kind: 'service', created_at: at }, null);
     expect(store.users.get('ann')).toEqual({
-      username: 'ann', role: 'platform-engineer', kind: 'human', disabled: false, password_hash: 'scrypt$abc', created_at: at,
+      username: 'ann',
+      role: 'platform-engineer',
+      kind: 'human',
+      disabled: false,
+      password_hash: 'scrypt$abc',
+      created_at: at,
     });
     expect(store.users.get('ci-bot')).toEqual({ username: 'ci-bot', role: null, kind: 'service', disabled: false, password_hash: null, created_at: at });
     expect(store.users.get('nobody')).toBeUndefined();
@@ -64,7 +69,10 @@ describe('user repository', () => {
   it('lists disabled users with their flag', () => {
     for (const username of ['ann', 'bob']) store.users.insert({ username, role: 'developer', kind: 'human', created_at: at }, null);
     store.users.update('bob', { disabled: true });
-    expect(store.users.list().map((u) => [u.username, u.disabled])).toEqual([['ann', false], ['bob', true]]);
+    expect(store.users.list().map((u) => [u.username, u.disabled])).toEqual([
+      ['ann', false],
+      ['bob', true],
+    ]);
   });
 
   it('a deleted user is gone from every read but keeps its name taken, and loses its password', () => {
@@ -96,9 +104,13 @@ describe('user repository', () => {
     // with two, either may go
     expect(store.users.update('ops', { disabled: true })).toMatchObject({ disabled: true });
     // now root is the last enabled one: a disabled administrator does not count
-    for (const change of [() => store.users.update('root', { disabled: true }), () => store.users.update('root', { role: 'developer' }),
-      () => store.users.update('root', { role: null }), () => store.users.markDeleted('root', at),
-      () => store.db.prepare("DELETE FROM users WHERE username = 'root'").run()]) {
+    for (const change of [
+      () => store.users.update('root', { disabled: true }),
+      () => store.users.update('root', { role: 'developer' }),
+      () => store.users.update('root', { role: null }),
+      () => store.users.markDeleted('root', at),
+      () => store.db.prepare("DELETE FROM users WHERE username = 'root'").run(),
+    ]) {
       const err = failure(change);
       expect(isLastAdministratorViolation(err), String(err)).toBe(true);
     }

@@ -7,7 +7,7 @@ describe('parseRemote (DEVICE:PATH)', () => {
     expect(parseRemote('dev-1.local_x:relative/a:b')).toEqual({ device: 'dev-1.local_x', path: 'relative/a:b' });
   });
 
-  it('reads an empty path as the root of the device\'s files', () => {
+  it("reads an empty path as the root of the device's files", () => {
     expect(parseRemote('laptop:')).toEqual({ device: 'laptop', path: '/' });
   });
 

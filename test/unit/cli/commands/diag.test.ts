@@ -15,7 +15,15 @@ describe('diag summary text', () => {
       },
       'disk.usage': { mounts: [{ mount: '/', device: '/dev/sda1', fstype: 'ext4', total_bytes: 4096, used_bytes: 1024, free_bytes: 3072 }] },
       'network.interfaces': {
-        interfaces: [{ name: 'lo', addresses: [{ address: '127.0.0.1', family: 'IPv4', netmask: '255.0.0.0', cidr: '127.0.0.1/8', internal: true }], mac: '00:00', rx_bytes: null, tx_bytes: 2048 }],
+        interfaces: [
+          {
+            name: 'lo',
+            addresses: [{ address: '127.0.0.1', family: 'IPv4', netmask: '255.0.0.0', cidr: '127.0.0.1/8', internal: true }],
+            mac: '00:00',
+            rx_bytes: null,
+            tx_bytes: 2048,
+          },
+        ],
       },
       'process.list': { total: 5, processes: [{ pid: 1, ppid: 0, user: 'root', cpu: 0.5, rss: 1024, command: 'init' }] },
     });

@@ -30,7 +30,15 @@ describe('agent proofs', () => {
   it('sign every field of a stream.open: changing any one breaks the signature', () => {
     const sig = streamOpenSignature(key, open);
     expect(streamOpenSignature(key, { ...open })).toBe(sig);
-    for (const change of [{ url: 'http://evil:1' }, { device_id: 'd2' }, { session_id: 'sess-b' }, { stream_id: 'x' }, { protocol: 'diagnostics' }, { expires_at: '2030-01-01T00:00:00.000Z' }, { targets: ['127.0.0.1:22'] }]) {
+    for (const change of [
+      { url: 'http://evil:1' },
+      { device_id: 'd2' },
+      { session_id: 'sess-b' },
+      { stream_id: 'x' },
+      { protocol: 'diagnostics' },
+      { expires_at: '2030-01-01T00:00:00.000Z' },
+      { targets: ['127.0.0.1:22'] },
+    ]) {
       expect(streamOpenSignature(key, { ...open, ...change }), JSON.stringify(change)).not.toBe(sig);
     }
   });

@@ -49,7 +49,10 @@ describe('tar bombs and races', () => {
     const x = createExtraction(dir, dir, { maxBytes: 0, maxEntries: 100, ...limits });
     x.input.on('error', () => {});
     x.input.write(archive);
-    const err = await x.commit().then(() => undefined, (e: unknown) => e);
+    const err = await x.commit().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await x.abort(err ?? new Error('done'));
     return err;
   }
@@ -106,7 +109,10 @@ describe('tar bombs and races', () => {
       },
     });
     x.input.write(archive);
-    const err = await x.commit().then(() => undefined, (e: unknown) => e);
+    const err = await x.commit().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: 'path_outside_root', message: 'sub/file.txt leads outside the files root' });
     await x.abort(err);
     expect(readdirSync(outside)).toEqual([]); // the file opened out there was removed again

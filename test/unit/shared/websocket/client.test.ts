@@ -177,10 +177,7 @@ async function startWsServer(options: { host?: string; ws?: ServerOptions } = {}
 }
 
 /** A ws server with one client connected to it. */
-async function connectPair(
-  clientOptions: Partial<WsClientOptions> = {},
-  path = '/',
-): Promise<{ client: Client; peer: Peer; server: WsServer }> {
+async function connectPair(clientOptions: Partial<WsClientOptions> = {}, path = '/'): Promise<{ client: Client; peer: Peer; server: WsServer }> {
   const server = await startWsServer();
   const client = await connectClient(`${server.url}${path}`, clientOptions);
   return { client, peer: await server.nextPeer(), server };
@@ -335,7 +332,11 @@ describe('opening handshake', () => {
   });
 
   it.each([
-    ['a wrong Sec-WebSocket-Accept', (key: string) => `Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${acceptKey(`${key}x`)}`, 'Invalid Sec-WebSocket-Accept header'],
+    [
+      'a wrong Sec-WebSocket-Accept',
+      (key: string) => `Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${acceptKey(`${key}x`)}`,
+      'Invalid Sec-WebSocket-Accept header',
+    ],
     ['no Upgrade: websocket', (key: string) => `Upgrade: h2c\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${acceptKey(key)}`, 'Invalid Upgrade header'],
   ])('rejects a 101 with %s, and hangs up', async (_what, headers, message) => {
     let serverSocket: Socket | undefined;
@@ -586,9 +587,7 @@ describe('control frames', () => {
 
   it('answers a ping that comes between the fragments of a text, and still hands the text on whole', async () => {
     const { client, upgrade } = await connectFake();
-    upgrade.socket.write(
-      Buffer.concat([serverFrame(OPCODE.text, 'frag', false), serverFrame(OPCODE.ping, 'p1'), serverFrame(OPCODE.continuation, 'ment')]),
-    );
+    upgrade.socket.write(Buffer.concat([serverFrame(OPCODE.text, 'frag', false), serverFrame(OPCODE.ping, 'p1'), serverFrame(OPCODE.continuation, 'ment')]));
     await waitFor(() => client.texts.length === 1, 'the text');
     const pong = await waitFor(() => upgrade.frames.find((f) => f.opcode === OPCODE.pong), 'the pong');
     expect(client.texts).toEqual(['fragment']);
@@ -669,7 +668,7 @@ describe('closing', () => {
     await waitFor(() => upgrade.socket.destroyed || upgrade.socket.readableEnded, 'the connection to be cut');
   });
 
-  it('reads the peer\'s close answer even when paused', async () => {
+  it("reads the peer's close answer even when paused", async () => {
     const { client, peer } = await connectPair();
     client.socket.pause();
     client.socket.close(4000, 'paused');
@@ -733,9 +732,7 @@ describe('protocol errors', () => {
   // A text that is not UTF-8 is found at the end of its message, in the middle of a chunk: the
   // rest of that chunk is not read either (RFC 6455 §7.1.7: no further data is processed).
   it('reads nothing that came after a text that is not UTF-8', async () => {
-    const { client, sentCode } = await afterServerWrites(
-      Buffer.concat([serverFrame(OPCODE.text, Buffer.from([0xff])), serverFrame(OPCODE.text, 'after')]),
-    );
+    const { client, sentCode } = await afterServerWrites(Buffer.concat([serverFrame(OPCODE.text, Buffer.from([0xff])), serverFrame(OPCODE.text, 'after')]));
     expect(sentCode).toBe(1007);
     expect(client.texts).toEqual([]);
   });
@@ -803,7 +800,9 @@ describe('bytes in the same packet as the 101', () => {
   });
 
   it('answers a ping and honours a close that came with the 101', async () => {
-    const fake = await startFakeServer((u) => u.accept(undefined, Buffer.concat([serverFrame(OPCODE.ping, 'early'), serverFrame(OPCODE.close, closePayload(4003, 'go'))])));
+    const fake = await startFakeServer((u) =>
+      u.accept(undefined, Buffer.concat([serverFrame(OPCODE.ping, 'early'), serverFrame(OPCODE.close, closePayload(4003, 'go'))])),
+    );
     const client = await connectClient(fake.url);
     expect(await closedWithin(client)).toEqual({ code: 4003, reason: 'go' });
     const upgrade = fake.upgrades[0]!;

@@ -165,7 +165,11 @@ describe('symbolic links that stay inside keep working', () => {
       [link('current', 'releases/v2'), dir('releases'), dir('releases/v2'), file('releases/v2/app', 'v2')],
       { 'current/app': 'v2' },
     ],
-    ['a chain of library links', [link('lib/libz.so', 'libz.so.1'), link('lib/libz.so.1', 'libz.so.1.3'), file('lib/libz.so.1.3', 'elf')], { 'lib/libz.so': 'elf' }],
+    [
+      'a chain of library links',
+      [link('lib/libz.so', 'libz.so.1'), link('lib/libz.so.1', 'libz.so.1.3'), file('lib/libz.so.1.3', 'elf')],
+      { 'lib/libz.so': 'elf' },
+    ],
     [
       'node_modules/.bin links up into a package',
       [link('node_modules/.bin/tsc', '../typescript/bin/tsc'), file('node_modules/typescript/bin/tsc', '#!tsc')],

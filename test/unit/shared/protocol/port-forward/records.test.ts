@@ -17,7 +17,12 @@ function read(chunks: Buffer[]) {
 }
 
 describe('the record reader', () => {
-  const stream = Buffer.concat([record(1, Buffer.from('hello')), record(7, Buffer.from('x')), record(1, Buffer.from(' world')), record(0xffffffff, Buffer.from('top'))]);
+  const stream = Buffer.concat([
+    record(1, Buffer.from('hello')),
+    record(7, Buffer.from('x')),
+    record(1, Buffer.from(' world')),
+    record(0xffffffff, Buffer.from('top')),
+  ]);
   const expected = new Map([
     [1, 'hello world'],
     [7, 'x'],

@@ -41,7 +41,14 @@ describe('parseTarget', () => {
 describe('allow-lists', () => {
   it('parse comma-separated patterns, * for any port, spaces ignored, every problem named', () => {
     const list = parseAllowList(' 127.0.0.1:*, DB.local:5432 ,,[::1]:*');
-    expect(list).toEqual({ ok: true, value: [{ host: '127.0.0.1', port: '*' }, { host: 'db.local', port: 5432 }, { host: '[::1]', port: '*' }] });
+    expect(list).toEqual({
+      ok: true,
+      value: [
+        { host: '127.0.0.1', port: '*' },
+        { host: 'db.local', port: 5432 },
+        { host: '[::1]', port: '*' },
+      ],
+    });
     const bad = parseAllowList('127.0.0.1:*,db.local,x:0');
     expect(bad.ok).toBe(false);
     expect((bad as { problem: string }).problem).toMatch(/"db\.local" is not HOST:PORT.*; "0" is not a port from 1 to 65535 or \*/);
@@ -60,7 +67,7 @@ describe('allow-lists', () => {
     expect(isAllowed(patterns, target('127.0.0.2:22'))).toBe(false);
   });
 
-  it('allow the device\'s own loopback by default, under each of its names, and nothing else', () => {
+  it("allow the device's own loopback by default, under each of its names, and nothing else", () => {
     const defaults = (parseAllowList(DEFAULT_FORWARD_ALLOW.join(',')) as { value: Parameters<typeof isAllowed>[0] }).value;
     for (const t of ['127.0.0.1:5432', 'localhost:80', '[::1]:22']) expect(isAllowed(defaults, target(t)), t).toBe(true);
     for (const t of ['0.0.0.0:22', '10.0.0.1:22', '[::ffff:7f00:1]:22', 'example.com:80']) expect(isAllowed(defaults, target(t)), t).toBe(false);

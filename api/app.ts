@@ -96,8 +96,8 @@ export function createApi(deps: ApiDeps) {
     idleSeconds: deps.sessionIdleSeconds,
   });
   // The runtime reports to the deployment service, which exists once the runtime does.
-  const runtime = deps.runtime((report) => deployments.onReport(report), log.child({ component: 'runtime' }));
-  const deployments = createServices({ store, runtime, log: log.child({ component: 'deployments' }), now });
+  const runtime = deps.runtime((report) => services.onReport(report), log.child({ component: 'runtime' }));
+  const services = createServices({ store, runtime, log: log.child({ component: 'services' }), now });
   const requests = metrics.counter(
     'tether_http_requests_total',
     'HTTP requests by method, route and status; 499: the client closed the connection before its request was complete.',
@@ -108,7 +108,7 @@ export function createApi(deps: ApiDeps) {
   app.silent = true; // errors are rendered and logged by errorHandler, never printed by Koa
   app.use(requestId());
   app.use(errorHandler(log.child({ component: 'http' }), requests));
-  const http = mountRoutes(app, { ...deps, tokens, identity, accounts, sessions, deployments, recorder, events });
+  const http = mountRoutes(app, { ...deps, tokens, identity, accounts, sessions, services, recorder, events });
 
   return {
     /** The Node request listener. */
@@ -160,7 +160,7 @@ export function createApi(deps: ApiDeps) {
       const reconciled = sessions.reconcile();
       if (reconciled.expired + reconciled.closed > 0) log.info('reconciled sessions left open', reconciled);
       sessions.start();
-      deployments.resume();
+      services.resume();
       void recorder.start().catch((err: Error) => log.error('recordings could not start', { err: err.message }));
     },
     /** Closes every open session with `server_shutdown` and stops the runtime. */

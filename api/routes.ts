@@ -47,7 +47,7 @@ export interface RouteDeps {
   identity: Identity;
   accounts: Accounts;
   sessions: Sessions;
-  deployments: Services;
+  services: Services;
   recorder: Recorder;
   events: EventHub;
 }
@@ -85,7 +85,7 @@ export function mountRoutes(app: Koa, deps: RouteDeps) {
     }),
     recordingRoutes({ store, sessions, recorder: deps.recorder, now }),
     eventsHttp.authed,
-    serviceRoutes(deps.deployments, store, idempotent),
+    serviceRoutes(deps.services, store, idempotent),
     fleetRoutes(createFleet(store, now), idempotent),
   ];
   for (const r of routes) app.use(r.routes());

@@ -1,9 +1,9 @@
 /**
- * @module A program a benchmark needs from the system's packages (nats-server for the cluster):
- * found where Debian puts it, installed with apt-get when the benchmark runs as root (as CI does),
- * and otherwise a one-line error naming the package to install. Nothing is downloaded from
- * anywhere but the system's package registry. (The tests have their own copy in test/helpers/:
- * the product and its benchmarks never import the tests.)
+ * @module A program a benchmark or a test needs from the system's packages (nats-server for the
+ * cluster, Chromium for the console): found where Debian puts it, installed with apt-get when run
+ * as root (as CI does), and otherwise a one-line error naming the package to install. Nothing is
+ * downloaded from anywhere but the system's package registry. (The tests use this one through
+ * test/helpers/: the product and its benchmarks never import the tests.)
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';

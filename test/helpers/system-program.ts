@@ -1,24 +1,7 @@
 /**
  * A program some tests need from the system's packages (Chromium for the console, nats-server for
- * the cluster): found where Debian puts it, installed with apt-get when the tests run as root (as
- * CI does), and otherwise a one-line error naming the package to install. Nothing is downloaded
- * from anywhere but the system's package registry.
+ * the cluster): the benchmarks' finder (`bench/system-program.ts`), which installs it with apt-get
+ * when running as root and otherwise names the package in one line. Tests may use bench/; the
+ * product and its benchmarks never import the tests.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-
-export function systemProgram(paths: string[], debianPackage: string, purpose: string): string {
-  const found = () => paths.find((p) => existsSync(p));
-  if (found()) return found()!;
-  if (process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const install = () => spawnSync('apt-get', ['install', '-y', '--no-install-recommends', debianPackage], { stdio: 'ignore', env }).status;
-    // A fresh machine may have no package lists yet.
-    if (install() !== 0) {
-      spawnSync('apt-get', ['update'], { stdio: 'ignore', env });
-      install();
-    }
-    if (found()) return found()!;
-  }
-  throw new Error(`${purpose} need the Debian package ${debianPackage}: install it (apt-get install ${debianPackage}) and run the tests again`);
-}
+export { systemProgram } from '../../bench/system-program';

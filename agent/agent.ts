@@ -1,6 +1,6 @@
 /**
- * @module The device agent: keeps its control channel to the broker (./control-link) and follows
- * the broker's session messages: a table of its sessions with their expiry, which it enforces on
+ * @module The device agent: keeps its control channel to the relay (./control-link) and follows
+ * the relay's session messages: a table of its sessions with their expiry, which it enforces on
  * its own (./sessions), and the data streams it dials for them (./stream-dialer). Built from its
  * config; dials only in `start()`.
  */
@@ -27,7 +27,7 @@ export interface AgentDeps {
    * a row (default 5 min). Not a setting: tests that run the agent in-process shorten it.
    */
   refusedRetryMs?: number;
-  /** Until the broker's welcome says otherwise. */
+  /** Until the relay's welcome says otherwise. */
   heartbeatMs?: number;
   /** Called on every state change (tests and the entry point's logs). */
   onState?: (state: AgentState) => void;
@@ -94,7 +94,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
   }
 
   return {
-    /** Starts dialing the broker; returns at once. */
+    /** Starts dialing the relay; returns at once. */
     start(): void {
       if (link.state !== 'stopped') return;
       uploads = openUploadJournal(config.stateDir, config.deviceId, log);

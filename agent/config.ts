@@ -39,7 +39,7 @@ const schema = z.object({
   logFormat: z.optional(z.enum(LOG_FORMATS, { error: 'must be json or text (TETHER_LOG_FORMAT)' })),
 });
 
-/** The URLs of one server (a broker node). */
+/** The URLs of one server (a node). */
 export interface AgentServer {
   /** The control channel URL, `ws(s)://host/v1/agent/connect`. */
   connectUrl: string;
@@ -86,7 +86,7 @@ export interface AgentConfig {
   warmShell: boolean;
   /** Where the agent keeps its own files (the journal of uploads in progress). */
   stateDir: string;
-  /** Where port forwards may lead (`HOST:PORT` patterns, `*` any port); announced to the broker. */
+  /** Where port forwards may lead (`HOST:PORT` patterns, `*` any port); announced to the relay. */
   forwardAllow: readonly ForwardPattern[];
   /** TCP connections one port-forward session may hold at once. */
   forwardMaxConnections: number;

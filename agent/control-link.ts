@@ -1,13 +1,13 @@
 /**
- * @module The agent's control channel to the broker: one outbound WebSocket at a time, dialled
+ * @module The agent's control channel to the relay: one outbound WebSocket at a time, dialled
  * again with exponential backoff and full jitter (slowly, once the server keeps refusing its
  * token: ./reconnect), on another of its servers after a failure (./servers), and cut when the
- * broker's heartbeats stop. The broker's session messages go to the agent; the welcome sets the
+ * relay's heartbeats stop. The relay's session messages go to the agent; the welcome sets the
  * heartbeat. One log line per try at most, and the refusals of a wrong token once
  * (docs/settings.md, agent).
  */
 import type { Backoff } from './backoff';
-import { AGENT_CLOSE, AGENT_HEADERS, brokerToAgentMessage, type AgentToBrokerMessage, type BrokerToAgentMessage } from '../shared/protocol/control-channel';
+import { AGENT_CLOSE, AGENT_HEADERS, relayToAgentMessage, type AgentToRelayMessage, type RelayToAgentMessage } from '../shared/protocol/control-channel';
 import { formatTarget } from '../shared/protocol/port-forward/targets';
 import type { Logger } from '../shared/log';
 import { parseTextFrame } from '../shared/protocol/text-frame';
@@ -19,15 +19,15 @@ import type { ServerChoice } from './servers';
 
 export type AgentState = 'connecting' | 'connected' | 'waiting' | 'stopped';
 
-/** The broker's messages the agent acts on (the link takes the welcome itself). */
-export type SessionMessage = Exclude<BrokerToAgentMessage, { type: 'welcome' }>;
+/** The relay's messages the agent acts on (the link takes the welcome itself). */
+export type SessionMessage = Exclude<RelayToAgentMessage, { type: 'welcome' }>;
 
 export interface ControlLinkDeps {
   log: Logger;
   backoff: Backoff;
   reconnect: ReconnectPolicy;
   servers: ServerChoice;
-  /** Until the broker's welcome says otherwise. */
+  /** Until the relay's welcome says otherwise. */
   heartbeatMs: number;
   onMessage(msg: SessionMessage): void;
   onState?: (state: AgentState) => void;
@@ -49,7 +49,7 @@ export function createControlLink(config: Readonly<AgentConfig>, deps: ControlLi
     deps.onState?.(next);
   }
 
-  /** The broker pings every heartbeat; silence for 2.5 of them means the link is dead. */
+  /** The relay pings every heartbeat; silence for 2.5 of them means the link is dead. */
   function armLiveness(socket: WsClient): void {
     clearTimeout(livenessTimer);
     livenessTimer = setTimeout(() => {
@@ -94,7 +94,7 @@ export function createControlLink(config: Readonly<AgentConfig>, deps: ControlLi
     socket.on('ping', () => armLiveness(socket));
     socket.on('text', function onBrokerMessage(text) {
       armLiveness(socket);
-      const msg = parseTextFrame(brokerToAgentMessage, text);
+      const msg = parseTextFrame(relayToAgentMessage, text);
       if (!msg) return log.warn('ignoring an unknown control message from the broker');
       if (msg.type !== 'welcome') return deps.onMessage(msg);
       heartbeatMs = msg.heartbeat_ms;
@@ -123,15 +123,15 @@ export function createControlLink(config: Readonly<AgentConfig>, deps: ControlLi
   }
 
   return {
-    /** Starts dialing the broker; returns at once. */
+    /** Starts dialing the relay; returns at once. */
     start(): void {
       if (state !== 'stopped') return;
       setState('connecting');
       connect();
     },
 
-    /** Sends a message to the broker when connected (dropped otherwise: the broker learns again on reconnect). */
-    send(msg: AgentToBrokerMessage): void {
+    /** Sends a message to the relay when connected (dropped otherwise: the relay learns again on reconnect). */
+    send(msg: AgentToRelayMessage): void {
       if (ws?.state === 'open') ws.send(JSON.stringify(msg));
     },
 

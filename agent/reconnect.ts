@@ -1,5 +1,5 @@
 /**
- * @module When the agent dials the broker again (docs/settings.md, agent). Failures that pass
+ * @module When the agent dials the relay again (docs/settings.md, agent). Failures that pass
  * (server down, 5xx, a dropped connection) follow the backoff: 1 s up to 30 s, full jitter. A
  * token the server refuses (401) does not pass: after `refusalsBeforeLong` refusals in a row the
  * agent retries only every `longMs` (±20 % jitter, so a fleet whose tokens were revoked together

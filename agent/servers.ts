@@ -1,6 +1,6 @@
 /**
  * @module Which of its servers the agent dials (`--server`, one or several), and where it dials a
- * stream the broker asks for: the server of the control channel, or the cluster node the client
+ * stream the relay asks for: the server of the control channel, or the cluster node the client
  * joined, when that is one of the agent's own servers or the control node signed the request (a
  * node or a bus that only relays cannot send the device elsewhere); never from TLS to plain.
  */

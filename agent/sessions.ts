@@ -1,10 +1,10 @@
 /**
- * @module The sessions the broker told this agent about, each with its own expiry timer, so a
- * session ends on the device when its TTL runs out even if the broker's close never arrives.
+ * @module The sessions the relay told this agent about, each with its own expiry timer, so a
+ * session ends on the device when its TTL runs out even if the relay's close never arrives.
  */
 import type { StreamEndReason } from '../shared/protocol/session-stream';
 
-/** Why the agent ends a session: what the broker said, or the agent stopping. */
+/** Why the agent ends a session: what the relay said, or the agent stopping. */
 export type EndReason = StreamEndReason;
 
 export interface KnownSession {

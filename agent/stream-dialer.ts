@@ -1,5 +1,5 @@
 /**
- * @module Dials the session data streams: when the broker asks (`stream.open` on the control
+ * @module Dials the session data streams: when the relay asks (`stream.open` on the control
  * channel), opens an outbound data WebSocket to the stream URL, runs the protocol's handler on
  * it, and ends it when the client leaves, the session closes or expires, or the agent stops.
  * Refuses streams beyond `maxSessions` (docs/control-channel.md, data streams).
@@ -7,7 +7,7 @@
 import { agentKey, streamProof } from '../shared/auth/agent-proofs';
 import type { Logger } from '../shared/log';
 import type { StagingJournal } from '../shared/files/tar-extract';
-import { AGENT_HEADERS, type AgentToBrokerMessage, type SessionProtocol } from '../shared/protocol/control-channel';
+import { AGENT_HEADERS, type AgentToRelayMessage, type SessionProtocol } from '../shared/protocol/control-channel';
 import { STREAM_CLOSE, STREAM_END } from '../shared/protocol/session-stream';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { connectWsClient, type WsClient } from '../shared/websocket/client';
@@ -54,8 +54,8 @@ export function createStreamDialer(
   config: Readonly<AgentConfig>,
   deps: {
     log: Logger;
-    send(msg: AgentToBrokerMessage): void;
-    /** Where to dial a stream the broker asked for (at its `url`, or its own server); undefined: nowhere allowed. */
+    send(msg: AgentToRelayMessage): void;
+    /** Where to dial a stream the relay asked for (at its `url`, or its own server); undefined: nowhere allowed. */
     streamUrl(req: StreamRequest): string | undefined;
     shells?: HandlerContext['shells'];
     uploadJournal?: () => StagingJournal;

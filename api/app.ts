@@ -118,17 +118,17 @@ export function createApi(deps: ApiDeps) {
     parserRejection,
     identity,
     sessions,
-    /** Decides who may connect to a session's stream (the broker asks). */
+    /** Decides who may connect to a session's stream (the relay asks). */
     authorizeStream: createStreamAccess(store, tokens, deps.ticketer, now),
     /**
-     * Where the broker (or, in a cluster, the control node for its edges) reports clients joining
+     * Where the relay (or, in a cluster, the control node for its edges) reports clients joining
      * and leaving session streams: a session nobody is connected to closes `idle`. Never throw.
      */
     streamClients: {
       attached: (sessionId: string): void => sessions.streamAttached(sessionId),
       detached: (sessionId: string): void => sessions.streamDetached(sessionId),
     },
-    /** Where the broker reports agents coming and going: recorded, and published as events. */
+    /** Where the relay reports agents coming and going: recorded, and published as events. */
     presence: {
       online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null) {
         const iso = new Date(at).toISOString();
@@ -149,9 +149,9 @@ export function createApi(deps: ApiDeps) {
       onlineIds: () => store.devices.onlineIds(),
       seen: (lastSeen: Map<string, number>) => store.devices.markSeen(new Map([...lastSeen].map(([id, at]) => [id, new Date(at).toISOString()]))),
     },
-    /** Records shell sessions' streams (the broker reports them). */
+    /** Records shell sessions' streams (the relay reports them). */
     recordings: recorder.port,
-    /** Adds tunnel byte counts to session records (the broker reports them). */
+    /** Adds tunnel byte counts to session records (the relay reports them). */
     recordBytes: (counts: Map<string, { toDevice: number; fromDevice: number }>) => store.sessions.addBytes(counts),
     /** Reconciles sessions left open by a previous run and arms the expiry timer. */
     start() {

@@ -1,6 +1,6 @@
 /**
  * @module The relay as the API uses it (shared/relay/events.ts), with its own session records: the
- * composition root passes the broker, or a cluster's control node (the API never imports either).
+ * composition root passes the relay, or a cluster's control node (the API never imports either).
  * Calls happen after the change is committed.
  */
 import { idleRelay, type Relay as RelayEvents } from '../shared/relay/events';
@@ -12,5 +12,5 @@ export interface Relay extends RelayEvents {
   sessionClosed(session: SessionRow): void;
 }
 
-/** A relay that does nothing, for an API run without a broker. */
+/** A relay that does nothing, for an API run without a relay. */
 export const detachedRelay: Relay = idleRelay;

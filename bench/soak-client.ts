@@ -1,6 +1,6 @@
 /**
  * @module The soak test's clients: a session's stream that counts its payload bytes both ways
- * (what the broker must have counted), opening a session, and closing one with its record checked;
+ * (what the relay must have counted), opening a session, and closing one with its record checked;
  * and the tally every check adds to.
  */
 import { WebSocket } from 'ws';
@@ -27,7 +27,7 @@ export class Tally {
   }
 }
 
-/** A session's stream with payload byte counts both ways (what the broker must have counted). */
+/** A session's stream with payload byte counts both ways (what the relay must have counted). */
 export class Client {
   readonly ws: WebSocket;
   sent = 0;

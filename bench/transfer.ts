@@ -1,7 +1,7 @@
 /**
  * @module Section 1 and 5: `tether cp` of a large file from and to a device through the real
  * CLI, agent and broker; the same bytes through bare WebSocket processes (a three-process relay,
- * the limit, and a two-process single hop, the limit of one hop) and through the broker's splice
+ * the limit, and a two-process single hop, the limit of one hop) and through the relay's splice
  * alone; OpenSSH `scp` to a private sshd, directly and through a jump host, when one is
  * installed; the server's CPU per GiB beside the bare relay process's; and memory: the server's
  * and the agent's RSS growth while the bytes stream through them, and the agent's idle RSS beside

@@ -64,7 +64,7 @@ export interface UploadPlan {
 function transferFailure(what: 'upload' | 'download', err: unknown): unknown {
   if (err instanceof StreamClosedError) {
     const { closeCode: code, closeReason: reason } = err;
-    // Cut without a close frame: the broker had passed on part of a frame when its other side went away.
+    // Cut without a close frame: the relay had passed on part of a frame when its other side went away.
     if (code === 1006) return new CliError(`the stream closed during the ${what}: ${explainClose(code, reason)}`, 'stream_closed');
     return new CliError(`the stream closed during the ${what} (${code}${reason ? `: ${reason}` : ''})`, 'stream_closed');
   }

@@ -1,5 +1,5 @@
 /**
- * @module The broker nodes the control node hears from (docs/cluster.md, presence): one run per
+ * @module The nodes the control node hears from (docs/cluster.md, presence): one run per
  * node name at a time, known by the name its subjects carry (which the bus's permissions prove).
  * A message from another run of the name starts that run and ends the earlier one, which is then
  * over for good: a late message of an ended run (still on its way when the new one spoke) is

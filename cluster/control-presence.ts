@@ -24,7 +24,7 @@ export type { PresenceApi, PresenceWrite } from './presence-writes';
 
 export interface ControlPresenceDeps {
   bus: Bus;
-  /** This control node's run id (its own broker's connections are held under it). */
+  /** This control node's run id (its own relay's connections are held under it). */
   run: string;
   heartbeatMs: number;
   log: Logger;
@@ -105,7 +105,7 @@ export function createControlPresence(deps: ControlPresenceDeps) {
       // A digest that differs on two heartbeats in a row is no report in flight: some were lost.
       const mismatches = body.digest !== undefined && body.digest !== holders.digest(node.run) ? node.mismatches + 1 : 0;
       const lost = mismatches >= 2;
-      if (!known || node.url === undefined) log.info('a broker node joined', { node: name, node_id: body.node_id, url: body.url, agents: body.agents });
+      if (!known || node.url === undefined) log.info('a node joined', { node: name, node_id: body.node_id, url: body.url, agents: body.agents });
       const resync = node.url === undefined || lost;
       Object.assign(node, { url: body.url, lastHeard: mono(), agents: body.agents, mismatches: lost ? 0 : mismatches });
       if (lost) {
@@ -145,7 +145,7 @@ export function createControlPresence(deps: ControlPresenceDeps) {
       nodesLost.inc();
       const dropped = dropAgentsOf(n.run);
       deps.onNodeGone(name);
-      log.warn('a broker node stopped answering; its agents that did not come back elsewhere are offline', { node: name, url: n.url, offline: dropped });
+      log.warn('a node stopped answering; its agents that did not come back elsewhere are offline', { node: name, url: n.url, offline: dropped });
     }
     if (startupSweepAt !== undefined && mono() >= startupSweepAt) {
       startupSweepAt = undefined;
@@ -169,7 +169,7 @@ export function createControlPresence(deps: ControlPresenceDeps) {
       const run = nodes.runOf(name);
       return run !== undefined && holders.heldBy(deviceId, run);
     },
-    /** The local broker's presence: held by this node, written like any other node's. */
+    /** The local relay's presence: held by this node, written like any other node's. */
     local: {
       online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null, generation: number): void {
         online(deps.run, { device_id: deviceId, generation, since: at, agent_version: agentVersion, forward_allow: forwardAllow ? [...forwardAllow] : null });

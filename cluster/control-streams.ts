@@ -19,14 +19,14 @@ import {
   streamsMessage,
 } from '../shared/protocol/cluster';
 import { nodeAgentProof, proofMatches, streamOpenSignature, streamProof } from '../shared/auth/agent-proofs';
-import type { BrokerToAgentMessage } from '../shared/protocol/control-channel';
+import type { RelayToAgentMessage } from '../shared/protocol/control-channel';
 import type { Logger } from '../shared/log';
 import type { StreamAccess, StreamGrant } from '../shared/protocol/session-stream';
 import type { Bus } from './bus';
 import type { ControlPresence } from './control-presence';
 import type { LocalRelay } from './local-relay';
 
-type StreamOpen = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
+type StreamOpen = Extract<RelayToAgentMessage, { type: 'stream.open' }>;
 
 /** A node asks for `stream.open` right after it granted the client; a grant older than this opens nothing. */
 const STREAM_OPEN_WINDOW_MS = 60_000;

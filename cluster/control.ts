@@ -7,7 +7,7 @@
  * permissions prove; nothing a node says about another node is taken.
  */
 import { BROADCAST_SUBJECT, type BroadcastMessage } from '../shared/protocol/cluster';
-import type { BrokerToAgentMessage } from '../shared/protocol/control-channel';
+import type { RelayToAgentMessage } from '../shared/protocol/control-channel';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { StreamRecorder } from '../shared/relay/recording';
@@ -42,7 +42,7 @@ export interface ControlDeps {
 /** Broadcasts made while the bus is away wait for it, up to this many. */
 const MAX_HELD_BROADCASTS = 10_000;
 
-type StreamOpen = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
+type StreamOpen = Extract<RelayToAgentMessage, { type: 'stream.open' }>;
 
 export function createControl(deps: ControlDeps) {
   const { bus, log, api } = deps;
@@ -85,7 +85,7 @@ export function createControl(deps: ControlDeps) {
   }
 
   return {
-    /** The local broker's presence: held by this node, written like any other node's. */
+    /** The local relay's presence: held by this node, written like any other node's. */
     presence: presence.local,
 
     /** For the local relay: a device held elsewhere gets `stream.open` through its node, to dial here. */

@@ -7,7 +7,7 @@
  * so that they reconnect to a node that can vouch for them.
  */
 import { CONTROL_VERBS, controlSubject, nodeHeartbeatReply, sentReply, type BroadcastMessage, type ControlVerb } from '../shared/protocol/cluster';
-import type { BrokerToAgentMessage } from '../shared/protocol/control-channel';
+import type { RelayToAgentMessage } from '../shared/protocol/control-channel';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Bus } from './bus';
@@ -37,7 +37,7 @@ export interface EdgeDeps {
   metrics: Metrics;
 }
 
-type StreamOpen = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
+type StreamOpen = Extract<RelayToAgentMessage, { type: 'stream.open' }>;
 
 export function createEdge(deps: EdgeDeps) {
   const { bus, nodeId, nodeName, log } = deps;

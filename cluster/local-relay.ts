@@ -3,7 +3,7 @@
  * the relay in; cluster/ imports neither relay/ nor api/): the relay's events (shared/relay/events.ts),
  * which a node acts on for the agents and streams it holds, and what it reports of its agents.
  */
-import type { BrokerToAgentMessage } from '../shared/protocol/control-channel';
+import type { RelayToAgentMessage } from '../shared/protocol/control-channel';
 import type { Relay } from '../shared/relay/events';
 
 /** An agent connected to this node. */
@@ -17,7 +17,7 @@ export interface HeldAgent {
 
 export interface LocalRelay extends Relay {
   /** Sends a control message to a device's agent if it is connected here; false if it is not. */
-  sendToAgent(deviceId: string, msg: BrokerToAgentMessage): boolean;
+  sendToAgent(deviceId: string, msg: RelayToAgentMessage): boolean;
   /** An agent refused the stream `streamId`; false when no client waits for it here. */
   streamRefused(deviceId: string, streamId: string, message: string): boolean;
   agents(): Iterable<HeldAgent>;

@@ -24,7 +24,7 @@ const natsUrl = (requiredError?: string) =>
       'must be nats://host:port (or tls://), or several of them comma-separated',
     );
 
-/** Settings the server and a broker node share. */
+/** Settings the server and a node share. */
 const common = {
   listen: z
     .string()

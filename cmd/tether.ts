@@ -24,7 +24,7 @@ async function runServer(configFile: string | undefined): Promise<void> {
     throw err;
   }
   // Loaded only for `tether server`: client commands start in a fraction of the time without
-  // Koa, SQLite and the broker.
+  // Koa, SQLite and the relay.
   const { startServer } = await import('./server');
   const server = await startServer(config, { guardProcess: true });
   await untilSignalled(() => server.stop());

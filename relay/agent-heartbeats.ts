@@ -1,5 +1,5 @@
 /**
- * @module Liveness of the agents' control channels: the broker pings each agent every
+ * @module Liveness of the agents' control channels: the relay pings each agent every
  * `heartbeatMs` and drops one silent for two intervals (checked four times per interval, so
  * silence is found within 2.25 intervals: 45 s at 20 s), on the monotonic clock, immune to clock
  * steps. What an agent says or pongs counts as a heartbeat; they are reported in batches, once per

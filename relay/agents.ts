@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Logger } from '../shared/log';
-import { AGENT_CLOSE, AGENT_HEADERS, agentToBrokerMessage, type BrokerToAgentMessage } from '../shared/protocol/control-channel';
+import { AGENT_CLOSE, AGENT_HEADERS, agentToRelayMessage, type RelayToAgentMessage } from '../shared/protocol/control-channel';
 import { parseTextFrame } from '../shared/protocol/text-frame';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { formatTarget, MAX_PATTERNS, parsePattern } from '../shared/protocol/port-forward/targets';
@@ -96,7 +96,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     });
     ws.on('message', function onAgentMessage(data, isBinary) {
       heartbeats.seen(entry);
-      const msg = isBinary ? undefined : parseTextFrame(agentToBrokerMessage, data.toString());
+      const msg = isBinary ? undefined : parseTextFrame(agentToRelayMessage, data.toString());
       if (!msg) {
         alog.warn('agent sent an invalid control message; closing');
         ws.close(AGENT_CLOSE.protocolError, 'invalid control message');
@@ -128,7 +128,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     return true;
   }
 
-  function send(entry: AgentEntry<WebSocket>, msg: BrokerToAgentMessage): boolean {
+  function send(entry: AgentEntry<WebSocket>, msg: RelayToAgentMessage): boolean {
     if (entry.socket.readyState !== WebSocket.OPEN || behind(entry)) return false;
     entry.socket.send(JSON.stringify(msg));
     return true;
@@ -167,7 +167,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     },
 
     /** Sends a control message to a device's agent; false if it is not connected. */
-    sendTo(deviceId: string, msg: BrokerToAgentMessage): boolean {
+    sendTo(deviceId: string, msg: RelayToAgentMessage): boolean {
       const entry = registry.get(deviceId);
       return entry ? send(entry, msg) : false;
     },

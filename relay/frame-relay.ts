@@ -1,8 +1,8 @@
 /**
- * @module A streaming WebSocket frame forwarder for one direction of the broker's splice: frames
+ * @module A streaming WebSocket frame forwarder for one direction of the relay's splice: frames
  * are read as they arrive (`shared/websocket/frames/reader.ts`) and passed to the other socket as their
- * payload slices, with only the header rewritten for the broker's own hop — no reassembly, no
- * payload copy. The broker is the server of both hops (clients and agents dial it), so it
+ * payload slices, with only the header rewritten for the relay's own hop — no reassembly, no
+ * payload copy. The relay is the server of both hops (clients and agents dial it), so it
  * receives masked frames and sends unmasked ones (§5.1); control frames are handed over whole,
  * for the caller to answer on this hop.
  */

@@ -1,7 +1,7 @@
 /**
  * @module One WebSocket connection of a session stream (a client's or a device's), served by the
  * broker itself rather than by ws, so that the splice can pass frames on as they arrive
- * (`./frame-relay`). The broker is the server of every hop: it reads masked frames and writes
+ * (`./frame-relay`). The relay is the server of every hop: it reads masked frames and writes
  * unmasked ones. A hop answers its own control frames (pong for ping, the close handshake of
  * RFC 6455 §5.5.1 and §7: ./hop/closing), and never writes one of them into the middle of a data
  * frame that the other side's forwarder is writing on it: a pong waits for the frame's end (only

@@ -1,5 +1,5 @@
 /**
- * @module The relay broker: the agent control channel (and, with it, presence), the session
+ * @module The relay: the agent control channel (and, with it, presence), the session
  * streams it splices to devices, and the routing of WebSocket upgrades. It knows nothing of the
  * database: the composition root passes in how to authenticate agents and clients, where
  * presence goes and where byte counts are recorded.
@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
-import { AGENT_CLOSE, AGENT_CONNECT_PATH, AGENT_STREAM_PATH, agentCloseReason, type BrokerToAgentMessage } from '../shared/protocol/control-channel';
+import { AGENT_CLOSE, AGENT_CONNECT_PATH, AGENT_STREAM_PATH, agentCloseReason, type RelayToAgentMessage } from '../shared/protocol/control-channel';
 import { STREAM_PATH, type StreamAccess } from '../shared/protocol/session-stream';
 import type { StreamRecorder } from '../shared/relay/recording';
 import { closeReasonOf, type ClosedSession, type OpenedSession, type Relay } from '../shared/relay/events';
@@ -110,7 +110,7 @@ export function createRelay(deps: RelayDeps) {
   return {
     ...relay,
 
-    /** Takes an HTTP upgrade request; anything that is not a broker path gets 404. */
+    /** Takes an HTTP upgrade request; anything that is not a relay path gets 404. */
     handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
       guardRawSocket(socket, log);
       const path = (req.url ?? '').split('?')[0]!;
@@ -128,7 +128,7 @@ export function createRelay(deps: RelayDeps) {
     },
 
     /** Sends a control message to a device's agent if it is connected here; false if it is not. */
-    sendToAgent: (deviceId: string, msg: BrokerToAgentMessage): boolean => agents.sendTo(deviceId, msg),
+    sendToAgent: (deviceId: string, msg: RelayToAgentMessage): boolean => agents.sendTo(deviceId, msg),
 
     /** An agent (maybe on another node) refused the stream `streamId`; false when it does not wait here. */
     streamRefused: (deviceId: string, streamId: string, message: string): boolean => streams.refused(deviceId, streamId, message),

@@ -1,12 +1,12 @@
 /**
- * @module The session streams the broker holds, from a client's admission to the end of its
+ * @module The session streams the relay holds, from a client's admission to the end of its
  * splice: the client waits (its frames held) while the device is asked to dial a data WebSocket
  * for it (retried while its agent may be reconnecting, or asked through another cluster node),
  * for at most the join timeout (4504); once the device joins, the two are spliced, counted
  * (`./byte-meter`) and maybe recorded. A stream joined with an expiring bearer token ends (4401)
  * when the token does.
  */
-import type { BrokerToAgentMessage } from '../shared/protocol/control-channel';
+import type { RelayToAgentMessage } from '../shared/protocol/control-channel';
 import { randomBase32 } from '../shared/ids';
 import type { Logger } from '../shared/log';
 import type { StreamRecorder, StreamRecording } from '../shared/relay/recording';
@@ -16,7 +16,7 @@ import type { ByteMeter } from './byte-meter';
 import type { Hop } from './hop';
 import { splice, type Splice } from './splice';
 
-export type StreamOpenMessage = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
+export type StreamOpenMessage = Extract<RelayToAgentMessage, { type: 'stream.open' }>;
 
 /** Per direction, bytes accepted but not yet written before the source is paused. */
 export const SPLICE_HIGH_WATER = 4 * 1024 * 1024;
@@ -79,7 +79,7 @@ export function createStreamTable({ log, routing: deps, meter, joinTimeoutMs, no
     stream.recording = undefined;
   }
 
-  /** Ends a stream from the broker's side: counts written, both sides closed with `code`. */
+  /** Ends a stream from the relay's side: counts written, both sides closed with `code`. */
   function end(stream: Stream, code: number, text: string): void {
     release(stream);
     if (stream.splice) stream.splice.end(code, text, code, text);

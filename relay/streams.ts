@@ -1,7 +1,7 @@
 /**
  * @module Session streams (docs/session-streams.md): the upgrades of a client to a session's
  * stream (its page's origin and its credentials checked: ./stream-origins) and of a device's data
- * WebSocket for it (its proof checked), and the ends of streams the broker decides: the session
+ * WebSocket for it (its proof checked), and the ends of streams the relay decides: the session
  * closed or expired, a token revoked, the device refused, the server stopping. What becomes of an
  * admitted stream, from waiting for the device to the splice, is ./stream-table's.
  */

@@ -11,7 +11,7 @@ import { ERROR_CODES, FLEET_ERRORS } from '../shared/api/errors';
 import { registerClientCommands } from '../cli/index';
 import { addAgentOptions } from '../cmd/agent-options';
 import { SETTING_NAMES } from '../cmd/server-config';
-import { AGENT_CLOSE, agentToBrokerMessage, brokerToAgentMessage } from '../shared/protocol/control-channel';
+import { AGENT_CLOSE, agentToRelayMessage, relayToAgentMessage } from '../shared/protocol/control-channel';
 import { STREAM_CLOSE } from '../shared/protocol/session-stream';
 import {
   BROADCAST_SUBJECT,
@@ -84,7 +84,7 @@ describe('docs/session-streams.md and docs/control-channel.md', () => {
 
   it('list every control message', () => {
     const documented = firstColumn(doc('control-channel.md'), '## Messages');
-    const options = [...brokerToAgentMessage._zod.def.options, ...agentToBrokerMessage._zod.def.options];
+    const options = [...relayToAgentMessage._zod.def.options, ...agentToRelayMessage._zod.def.options];
     const types = options.map((o) => o.shape.type._zod.def.values[0]);
     expect(documented.sort()).toEqual(types.sort());
   });
@@ -223,7 +223,7 @@ describe('docs/cluster.md', () => {
     const settings = new Set([...SETTING_NAMES, ...EDGE_SETTING_NAMES].map((n) => `TETHER_${n.toUpperCase()}`));
     expect([...named].filter((n) => !settings.has(n) && !agentEnv.has(n))).toEqual([]);
     // The edge row of the table of nodes: what `tether broker` cannot start without.
-    const edgeRow = tableRows(text, '# Several broker nodes joined by NATS').find((r) => r[0]!.startsWith('edge'))!;
+    const edgeRow = tableRows(text, '# Several nodes joined by NATS').find((r) => r[0]!.startsWith('edge'))!;
     const needs = [...edgeRow[3]!.matchAll(/`(TETHER_[A-Z_]+)`/g)].map((m) => m[1]!);
     expect(needs.sort()).toEqual(['TETHER_NATS_CREDS', 'TETHER_NATS_URL', 'TETHER_PUBLIC_URL']);
     for (const name of needs) expect(EDGE_SETTING_NAMES.map((n) => `TETHER_${n.toUpperCase()}`)).toContain(name);
@@ -294,7 +294,7 @@ describe('docs/cluster.md', () => {
       const onEdge = registered(edgeMetrics);
       for (const name of [...everyNode, ...controlOnly, 'tether_cluster_refused_total']) expect(onControl, name).toContain(name);
       for (const name of edgeOnly) expect(onEdge, name).toContain(name);
-      // tether_cluster_bus_up is the edge's composition root's (cmd/edge-node.ts); the rest of every node's are the broker's.
+      // tether_cluster_bus_up is the edge's composition root's (cmd/edge-node.ts); the rest of every node's are the relay's.
       for (const name of everyNode.filter((n) => n !== 'tether_cluster_bus_up')) expect(onEdge, name).toContain(name);
       const cluster = (set: Set<string>) => [...set].filter((n) => n.startsWith('tether_cluster_'));
       expect(cluster(onControl).filter((n) => !text.includes(`\`${n}`))).toEqual([]);

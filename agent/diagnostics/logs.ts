@@ -7,7 +7,7 @@
  * outside the log dirs is the same whether it exists or not; symbolic links are resolved after
  * that and must stay inside. Only regular files are opened, without blocking (a FIFO would
  * hold a file thread until someone wrote to it). The reply keeps the newest lines that fit in
- * 1 MiB of JSON, far below the broker's 4 MiB frame limit, and says whether it left any out.
+ * 1 MiB of JSON, far below the relay's 4 MiB frame limit, and says whether it left any out.
  */
 import { readlink, realpath } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';

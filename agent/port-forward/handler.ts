@@ -1,7 +1,7 @@
 /**
  * @module The `port-forward` protocol on the device: the client asks for TCP connections to the
  * session's targets (`shared/protocol/port-forward/`), and the agent makes them, but only where both the
- * session and its own allow-list (`--forward-allow`) say it may: the broker checked the session's
+ * session and its own allow-list (`--forward-allow`) say it may: the relay checked the session's
  * targets against that list when the session opened, and the agent checks again for every
  * connection. Connections beyond `--forward-max-connections` are refused, idle ones are reset
  * after `--forward-idle-timeout`, and everything ends with the stream.

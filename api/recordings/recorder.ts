@@ -1,5 +1,5 @@
 /**
- * @module Session recordings (docs/http-api.md, recordings): the recorder the broker's streams
+ * @module Session recordings (docs/http-api.md, recordings): the recorder the relay's streams
  * report to (`shared/relay/recording.ts`), one `SessionRecording` per recorded session, a row per
  * recording, the repair at start-up of recordings a killed server left unfinished (`repair.ts`),
  * and the retention that deletes old ones (`retention.ts`). The store as a whole is bounded

@@ -1,5 +1,5 @@
 /**
- * @module The recording of one shell session, in asciicast v2: the taps the broker puts on each of
+ * @module The recording of one shell session, in asciicast v2: the taps the relay puts on each of
  * its streams, and the streams' lifecycle (several may come and go; a closing session waits a
  * while for those still recorded on other nodes). What the taps pass is queued and written in
  * batches by `cast-writer.ts`, off the keystroke path: nothing here can slow or end the session.
@@ -45,7 +45,7 @@ export class SessionRecording {
     this.#writer = new CastWriter(options);
   }
 
-  /** A stream of the session starts: the taps the broker puts on it. */
+  /** A stream of the session starts: the taps the relay puts on it. */
   streamStarted(): StreamRecording {
     this.#streams++;
     this.#endedAt = undefined;

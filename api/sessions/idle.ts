@@ -3,7 +3,7 @@
  * the idle time is due to close (`idle`), so a client that died (a `kill -9`ed `tether shell`, a
  * closed browser tab) cannot hold the device's one session of that protocol for its whole TTL.
  * The clock of a session starts when it opens and again whenever its last client leaves.
- * Attachment is known only in memory (the broker, or a cluster's edges, report it): sessions open
+ * Attachment is known only in memory (the relay, or a cluster's edges, report it): sessions open
  * when this process starts get a fresh window from then. What closing means is the caller's.
  */
 

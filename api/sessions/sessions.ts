@@ -102,8 +102,8 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
     },
 
     /**
-     * A client connected to a session's stream (the broker, or a cluster's edge, says so): it is
-     * in use. Never throws: the broker calls it while admitting the client.
+     * A client connected to a session's stream (the relay, or a cluster's edge, says so): it is
+     * in use. Never throws: the relay calls it while admitting the client.
      */
     streamAttached(sessionId: string): void {
       idle.attached(sessionId);
@@ -111,7 +111,7 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
 
     /**
      * A client left a session's stream: when it was the last, the session's idle clock starts
-     * again. Never throws: the broker calls it while releasing the stream.
+     * again. Never throws: the relay calls it while releasing the stream.
      */
     streamDetached(sessionId: string): void {
       const dueAt = idle.detached(sessionId);

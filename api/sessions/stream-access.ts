@@ -5,7 +5,7 @@
  * session is open and the token that opened it has not expired. A ticket admits no one once its
  * token is revoked or expired, or its user disabled or no longer allowed. Anyone but the owner
  * who is admitted is audited (`session.joined`, the joiner as actor, the token id as reason).
- * A bearer-joined stream carries its token's expiry: the broker ends it then (4401).
+ * A bearer-joined stream carries its token's expiry: the relay ends it then (4401).
  */
 import { STREAM_CLOSE, type StreamAccess } from '../../shared/protocol/session-stream';
 import type { Ticketer } from '../../shared/auth/tickets';
@@ -92,7 +92,7 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
     } else {
       return deny(STREAM_CLOSE.noCredentials, 'a ticket or a bearer token is required');
     }
-    // Audited when admitted: a join the broker then refuses (another client is connected) is
+    // Audited when admitted: a join the relay then refuses (another client is connected) is
     // recorded too, rather than a join that happens going unrecorded.
     if (joiner.username !== session.opened_by) auditJoin(session, joiner);
     return {

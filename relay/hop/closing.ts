@@ -1,5 +1,5 @@
 /**
- * @module The close handshake of a hop (RFC 6455 §5.5.1 and §7), the broker being the server: a
+ * @module The close handshake of a hop (RFC 6455 §5.5.1 and §7), the relay being the server: a
  * close is never written into the middle of a data frame that the other side's forwarder is
  * writing on this hop. It waits for the frame's end (the other side goes on reading until its
  * frame is whole, then stops passing frames on); a close whose frame can never end (its source is
@@ -10,7 +10,7 @@ import { closePayload } from '../../shared/websocket/close';
 import { encodeUnmaskedHeader, OPCODE } from '../../shared/websocket/frames/wire';
 import type { HopState } from './types';
 
-/** Writes one control frame, unmasked (the broker is the server). */
+/** Writes one control frame, unmasked (the relay is the server). */
 export function writeControl(socket: Duplex, opcode: number, payload: Buffer): void {
   socket.write(Buffer.concat([encodeUnmaskedHeader(true, opcode, payload.length), payload]));
 }

@@ -1,5 +1,5 @@
 /**
- * @module What a hop (`relay/hop.ts`) is to the rest of the broker: where the frames it reads go,
+ * @module What a hop (`relay/hop.ts`) is to the rest of the relay: where the frames it reads go,
  * and what the splice and the streams may do with it.
  */
 import type { Duplex } from 'node:stream';

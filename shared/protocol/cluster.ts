@@ -1,5 +1,5 @@
 /**
- * @module The messages broker nodes exchange over NATS (docs/cluster.md): their subjects, the
+ * @module The messages nodes exchange over NATS (docs/cluster.md): their subjects, the
  * subject permissions of each node, and the shapes. Every payload is one JSON object; each side
  * validates what it receives, as it would a peer's WebSocket frame. Bytes of session streams never
  * travel here, only control: proofs to check, presence, byte counts, shell recordings, and
@@ -11,7 +11,7 @@
  * so the control node takes the name in the subject as proven.
  */
 import * as z from 'zod/mini';
-import { brokerToAgentMessage, closeReasonSchema, sessionProtocolSchema } from './control-channel';
+import { relayToAgentMessage, closeReasonSchema, sessionProtocolSchema } from './control-channel';
 
 /** What a node asks or tells the control node, on `tether.control.<node name>.<verb>`. */
 export const CONTROL_VERBS = {
@@ -217,4 +217,4 @@ export const broadcastMessage = z.discriminatedUnion('type', [
 ]);
 export type BroadcastMessage = z.infer<typeof broadcastMessage>;
 
-export const nodeCommand = z.object({ type: z.literal('agent.send'), device_id: deviceId, message: brokerToAgentMessage });
+export const nodeCommand = z.object({ type: z.literal('agent.send'), device_id: deviceId, message: relayToAgentMessage });

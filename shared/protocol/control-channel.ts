@@ -2,9 +2,9 @@
  * @module Every message of the agent control channel, with who sends it and when.
  *
  * The agent dials `GET /v1/agent/connect` with the subprotocol `AGENT_SUBPROTOCOL` and the
- * headers below; the broker answers 101 or an HTTP error with a JSON body
+ * headers below; the relay answers 101 or an HTTP error with a JSON body
  * `{error, message, status}`. Once connected, each side sends text frames holding one JSON object
- * of the shapes below; the broker pings every `heartbeat_ms` and drops an agent that misses two.
+ * of the shapes below; the relay pings every `heartbeat_ms` and drops an agent that misses two.
  */
 import * as z from 'zod/mini';
 
@@ -12,7 +12,7 @@ import * as z from 'zod/mini';
 export const AGENT_CONNECT_PATH = '/v1/agent/connect';
 
 /**
- * Path of a data WebSocket the agent dials when the broker asks (`stream.open`); the broker
+ * Path of a data WebSocket the agent dials when the relay asks (`stream.open`); the relay
  * splices it to the client's stream byte for byte. Same headers as the control channel, plus
  * the stream id.
  */
@@ -37,7 +37,7 @@ export const AGENT_HEADERS = {
 
 /** Close codes on the agent control socket. */
 export const AGENT_CLOSE = {
-  /** The broker is shutting down; reconnect with backoff. */
+  /** The relay is shutting down; reconnect with backoff. */
   serverShutdown: 1001,
   /** A newer connection of the same device replaced this one. */
   replaced: 4409,
@@ -69,7 +69,7 @@ export const agentCloseReasonSchema = z.enum(['closed', 'expired', 'device_delet
 export type AgentCloseReason = z.infer<typeof agentCloseReasonSchema>;
 export const agentCloseReason = (reason: CloseReason): AgentCloseReason => (reason === 'token_expired' || reason === 'idle' ? 'closed' : reason);
 
-/** Relay → agent, first message after the upgrade: the broker's view of this connection. */
+/** Relay → agent, first message after the upgrade: the relay's view of this connection. */
 export const welcomeMessage = z.object({
   type: z.literal('welcome'),
   device_id: z.string(),
@@ -120,21 +120,21 @@ export const streamOpenMessage = z.object({
   sig: z.optional(z.string().check(z.maxLength(128))),
 });
 
-export const brokerToAgentMessage = z.discriminatedUnion('type', [welcomeMessage, sessionOpenedMessage, sessionCloseMessage, streamOpenMessage]);
-export type BrokerToAgentMessage = z.infer<typeof brokerToAgentMessage>;
+export const relayToAgentMessage = z.discriminatedUnion('type', [welcomeMessage, sessionOpenedMessage, sessionCloseMessage, streamOpenMessage]);
+export type RelayToAgentMessage = z.infer<typeof relayToAgentMessage>;
 
-/** Agent → broker: the agent ended a session's handler (acknowledges `session.close`). */
+/** Agent → relay: the agent ended a session's handler (acknowledges `session.close`). */
 export const sessionEndedMessage = z.object({
   type: z.literal('session.ended'),
   session_id: z.string(),
 });
 
-/** Agent → broker: the agent will not serve a stream (e.g. its session cap is reached). */
+/** Agent → relay: the agent will not serve a stream (e.g. its session cap is reached). */
 export const streamRefusedMessage = z.object({
   type: z.literal('stream.refused'),
   stream_id: z.string(),
   message: z.string(),
 });
 
-export const agentToBrokerMessage = z.discriminatedUnion('type', [sessionEndedMessage, streamRefusedMessage]);
-export type AgentToBrokerMessage = z.infer<typeof agentToBrokerMessage>;
+export const agentToRelayMessage = z.discriminatedUnion('type', [sessionEndedMessage, streamRefusedMessage]);
+export type AgentToRelayMessage = z.infer<typeof agentToRelayMessage>;

@@ -28,7 +28,7 @@ export type StreamEndReason = CloseReason | 'agent_stopping';
 
 /**
  * The close code and reason a client gets when a session's stream ends for `reason`, the same
- * from the broker and from the device.
+ * from the relay and from the device.
  */
 export const STREAM_END: Readonly<Record<StreamEndReason, { code: number; text: string }>> = {
   closed: { code: STREAM_CLOSE.sessionClosed, text: 'session closed' },
@@ -40,7 +40,7 @@ export const STREAM_END: Readonly<Record<StreamEndReason, { code: number; text: 
   agent_stopping: { code: STREAM_CLOSE.serverShutdown, text: 'agent stopping' },
 };
 
-/** What the broker needs to know to serve a client admitted to a session's stream. */
+/** What the relay needs to know to serve a client admitted to a session's stream. */
 export interface StreamGrant {
   sessionId: string;
   deviceId: string;
@@ -57,7 +57,7 @@ export interface StreamGrant {
 /** The API's answer to "may these credentials connect to this session's stream?". */
 export type StreamAccess = { ok: true; grant: StreamGrant } | { ok: false; code: number; reason: string };
 
-/** How long the broker waits for the device to join a stream. */
+/** How long the relay waits for the device to join a stream. */
 export const DEVICE_JOIN_TIMEOUT_MS = 10_000;
 
 // shell

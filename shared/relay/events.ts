@@ -1,7 +1,7 @@
 /**
  * @module The relay's events: what the API tells the side that reaches devices, once a change is
- * committed. Declared here once; the broker implements it (one process), and so does a cluster's
- * control node (its broker, then a broadcast to every node: docs/cluster.md). The API calls it and
+ * committed. Declared here once; the relay implements it (one process), and so does a cluster's
+ * control node (its relay, then a broadcast to every node: docs/cluster.md). The API calls it and
  * never imports either; the composition root hands it one of them.
  */
 import type { CloseReason, SessionProtocol } from '../protocol/control-channel';
@@ -42,7 +42,7 @@ export interface Relay {
 /** The reason a closed session's streams and agent are given. */
 export const closeReasonOf = (session: ClosedSession): CloseReason => session.close_reason ?? 'closed';
 
-/** A relay that does nothing: an API run without a broker (tests, tools). */
+/** A relay that does nothing: an API run without a relay (tests, tools). */
 export const idleRelay: Relay = {
   sessionOpened() {},
   sessionClosed() {},

@@ -1,7 +1,7 @@
 /**
- * @module How the broker lets a recorder see a session's stream (the broker never imports the
+ * @module How the relay lets a recorder see a session's stream (the relay never imports the
  * API; the composition root wires the API's recorder in). A tap sees each data
- * frame as the broker passes it on: the header, then the payload slices, at once and in order;
+ * frame as the relay passes it on: the header, then the payload slices, at once and in order;
  * it must return at once and never hold the stream up.
  */
 import type { StreamGrant } from '../protocol/session-stream';

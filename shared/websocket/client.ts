@@ -1,7 +1,7 @@
 /**
  * @module tether's WebSocket client (RFC 6455), for the agent (its control channel and its data
  * streams) and the CLI (session streams): it hands binary payloads on as the slices the socket
- * read, as the broker's splice does (`shared/websocket/frames/reader.ts`), instead of reassembling every
+ * read, as the relay's splice does (`shared/websocket/frames/reader.ts`), instead of reassembling every
  * frame as ws does (a copy and a fresh buffer per frame: a fifth of the CLI's time during a
  * download, most of it garbage collection; BENCHMARKS.md, issue 14).
  *

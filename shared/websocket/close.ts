@@ -1,5 +1,5 @@
 /**
- * @module Close frames the same way on every side (broker, agent, client): a code and a reason
+ * @module Close frames the same way on every side (relay, agent, client): a code and a reason
  * cut to fit (RFC 6455 §5.5.1), which codes may be passed on to a peer, and a peer's close frame
  * read and checked.
  */

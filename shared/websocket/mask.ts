@@ -12,7 +12,7 @@
  *
  * Session streams do not go through ws on our side (`shared/websocket/client.ts`) but follow the same rule.
  *
- * So ws's native masking helper (bufferutil) has almost nothing left to do: the broker sends
+ * So ws's native masking helper (bufferutil) has almost nothing left to do: the relay sends
  * unmasked frames and our clients mask with zeros. tether does not install it; loading it cost
  * every process 3 MiB of memory (issue 14, agent idle memory).
  */

@@ -51,7 +51,7 @@ let broker: Listener;
 let second: Listener;
 let elsewhere: Listener;
 let agent: Proc;
-/** What the agent told the broker (stream refusals). */
+/** What the agent told the relay (stream refusals). */
 const fromAgent: Array<{ type: string; stream_id?: string; message?: string }> = [];
 
 const streamOpen = (streamId: string, url: string, sig?: string) => ({

@@ -54,7 +54,7 @@ describe('an agent killed in the middle of a transfer', () => {
       expect(await stream.closed).toEqual({ code: 1011, reason: 'device connection lost' });
       expect(partFiles(root)).not.toEqual([]); // what a killed process leaves behind...
 
-      // The session outlives its stream, and its counters are what the broker forwarded.
+      // The session outlives its stream, and its counters are what the relay forwarded.
       const open = (await stack.admin.get(`/v1/remote-access/sessions/${s.session_id}`)).body.data;
       expect(open.status).toBe('open');
       expect(open.bytes_to_device).toBeGreaterThan(0);
@@ -84,7 +84,7 @@ describe('an agent killed in the middle of a transfer', () => {
       await waitFor(() => partFiles(local).some((p) => statSync(join(local, p)).size > 8 * MiB), 'the download under way');
       agent.kill('SIGKILL');
       expect((await cp.exited).code).toBe(1);
-      // Killed between two frames, the broker says why (1011); killed inside one (the broker
+      // Killed between two frames, the relay says why (1011); killed inside one (the relay
       // forwards frames as they arrive), the client's connection is cut and the CLI says so.
       expect(cp.stderr.join('\n')).toMatch(/device connection lost|the device behind it, went away in the middle of a message/);
       expect(listing(local)).toEqual([]);

@@ -2,7 +2,7 @@
  * Ping floods from peers that never read: every ping asks for a pong, and a server that answers
  * each one into a socket nobody reads queues pongs without bound (151 MB of pings once grew a
  * server from 183 to 644 MiB, for good). A real server process is flooded on a session stream
- * (the broker's own hop) and on the agent control channel (ws); its resident memory must stay
+ * (the relay's own hop) and on the agent control channel (ws); its resident memory must stay
  * flat, and it must go on serving.
  */
 import { readFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-/** The shell protocol end to end: a real agent process, a real PTY, through the broker. */
+/** The shell protocol end to end: a real agent process, a real PTY, through the relay. */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

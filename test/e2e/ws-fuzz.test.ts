@@ -64,7 +64,7 @@ const CTL = 'fz-ctl';
 let fakeToken = '';
 let ctlToken = '';
 let fakeControl: WebSocket;
-/** `stream.open` messages the broker sent to the played agent, not yet used. */
+/** `stream.open` messages the relay sent to the played agent, not yet used. */
 const streamOpens: Array<{ session_id: string; stream_id: string }> = [];
 
 interface Session {
@@ -159,10 +159,10 @@ const ourClose = (code = 1000) => encodeFrame({ opcode: OPCODE.close, payload: c
 const isClose = (f: { opcode: number }) => f.opcode === OPCODE.close;
 /** Codes a client of a spliced stream may see when the device side ended, whatever it sent. */
 /**
- * Whether a client cannot get a close code from the broker once a device wrote `bytes` and
- * hung up with a FIN (the same reading as the broker's own frame forwarder): the broker was left
+ * Whether a client cannot get a close code from the relay once a device wrote `bytes` and
+ * hung up with a FIN (the same reading as the relay's own frame forwarder): the relay was left
  * inside a data frame it had started to pass on, or it passed on a text message that is not
- * UTF-8 (the broker does not check text; the client does, and fails the connection itself).
+ * UTF-8 (the relay does not check text; the client does, and fails the connection itself).
  */
 function clientCut(bytes: Buffer): boolean {
   const passedOn = new FrameReader();
@@ -463,11 +463,11 @@ describe('agent data streams', () => {
           expect(d.status).toBe(101);
           if (!inHead) await d.writePieces(pieces(bytes, cuts));
           d.hangUp(ending);
-          // The broker passes frames on as they arrive: a device that hangs up inside a frame has
+          // The relay passes frames on as they arrive: a device that hangs up inside a frame has
           // already sent part of it to the client, whose connection is then cut (1006) rather than
           // the frame completed with bytes nobody sent. Otherwise the client gets a code.
           // After a reset (or a destroy with our own unread bytes, which the kernel turns into one)
-          // the broker may not have read every byte, so only a FIN says where the device stopped.
+          // the relay may not have read every byte, so only a FIN says where the device stopped.
           const code = (await client.closed).code;
           if (ending === 'end') expect(code === 1006).toBe(clientCut(bytes));
           if (code !== 1006) expect(sendable(code)).toBe(true);
@@ -558,7 +558,7 @@ describe('the agent, when its broker sends garbage', () => {
       const control = await waitFor(() => controls()[0], 'the agent to dial');
       await agent.waitForLine(/connected to broker/);
 
-      // Data streams: the broker asks for one per case and answers its upgrade with garbage.
+      // Data streams: the relay asks for one per case and answers its upgrade with garbage.
       let n = 0;
       await fc.assert(
         fc.asyncProperty(

@@ -1,4 +1,4 @@
-/** The API built in-process without a broker, on a temp SQLite store (for tests of what it serves, not of how). */
+/** The API built in-process without a relay, on a temp SQLite store (for tests of what it serves, not of how). */
 import { createApi, type Api } from '../../api/app';
 import { simulatedRuntime } from '../../api/services/simulated-runtime';
 import { detachedRelay } from '../../api/relay';

@@ -126,7 +126,7 @@ export class ForwardConnection {
     // A write waiting on a stalled reader keeps its buffer alive: a small slice of a large read
     // would keep all of the read (64 KiB for a byte), and the window would no longer bound memory.
     if (n * 2 < slice.buffer.byteLength) slice = Buffer.from(slice);
-    // What arrives for a connection in one turn leaves in one writev, as in the broker's splice.
+    // What arrives for a connection in one turn leaves in one writev, as in the relay's splice.
     if (!this.#corked) {
       this.#corked = true;
       this.socket.cork();

@@ -1,7 +1,7 @@
 /**
  * @module A streaming WebSocket frame reader (RFC 6455 §5.2): it reads frame headers off a
  * socket's bytes as they arrive (a header may be split anywhere) and hands data-frame payloads on
- * as slices of the chunks it was given — no reassembly, no payload copy. Both the broker's splice
+ * as slices of the chunks it was given — no reassembly, no payload copy. Both the relay's splice
  * (`relay/frame-relay.ts`) and our own clients' session streams (`shared/websocket/client.ts`) read
  * frames with it.
  *

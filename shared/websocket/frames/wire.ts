@@ -35,7 +35,7 @@ export type FrameErrorKind = keyof typeof FRAME_ERRORS;
 
 /**
  * The header of a data frame for the outgoing hop: FIN and opcode kept, RSV 0, no mask (the
- * broker is the server of both hops, §5.1), length in the fewest bytes (§5.2).
+ * relay is the server of both hops, §5.1), length in the fewest bytes (§5.2).
  */
 export function encodeUnmaskedHeader(fin: boolean, opcode: number, length: number): Buffer {
   const first = (fin ? 0x80 : 0) | opcode;

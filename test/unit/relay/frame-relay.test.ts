@@ -37,7 +37,7 @@ function encode(spec: FrameSpec): Buffer {
   });
 }
 
-/** An independent, strict decoder of what the broker sends: unmasked frames, minimal lengths. */
+/** An independent, strict decoder of what the relay sends: unmasked frames, minimal lengths. */
 function decodeUnmasked(bytes: Buffer): Frame[] {
   const frames: Frame[] = [];
   let pos = 0;

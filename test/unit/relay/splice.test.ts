@@ -1,5 +1,5 @@
 /**
- * The broker's splice with real sockets and ws clients at both ends: frames pass unchanged, a
+ * The relay's splice with real sockets and ws clients at both ends: frames pass unchanged, a
  * slow reader pauses the writer, memory stays bounded, control frames are answered per hop and
  * never land inside a forwarded frame.
  */
@@ -125,7 +125,7 @@ describe('splice', () => {
       maxPending = Math.max(maxPending, s().pending().aToB);
       maxMemory = Math.max(maxMemory, process.memoryUsage().arrayBuffers - memoryBefore);
     }
-    // The broker stopped reading the writer: its data now waits in the writer's socket.
+    // The relay stopped reading the writer: its data now waits in the writer's socket.
     await waitFor(() => serverSides[0]!.isPaused, 'the writer side to be paused');
     // Keep writing until the kernel's buffers between writer and broker are full and the
     // writer's own queue grows (how much the kernel holds varies with its buffer autotuning).

@@ -3,20 +3,20 @@
  * for the client and the device: who is admitted, how the device is asked to dial and proven,
  * the splice of the two with its byte counts and recording, and every way a stream ends with the
  * close code docs/session-streams.md promises. The credentials checks and the agent messages are
- * the ports the broker is built with, here answered from the test's own records.
+ * the ports the relay is built with, here answered from the test's own records.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createStreams, type StreamDeps } from '../../../relay/streams';
-import { AGENT_HEADERS, AGENT_STREAM_PATH, type BrokerToAgentMessage } from '../../../shared/protocol/control-channel';
+import { AGENT_HEADERS, AGENT_STREAM_PATH, type RelayToAgentMessage } from '../../../shared/protocol/control-channel';
 import { silentLogger } from '../../../shared/log';
 import { STREAM_CLOSE, STREAM_PATH, type StreamGrant } from '../../../shared/protocol/session-stream';
 import { AGENT_SUBPROTOCOL } from '../../../shared/version';
 import { waitFor } from '../../helpers/wait';
 
-type StreamOpen = Extract<BrokerToAgentMessage, { type: 'stream.open' }>;
+type StreamOpen = Extract<RelayToAgentMessage, { type: 'stream.open' }>;
 type Streams = ReturnType<typeof createStreams>;
 
 const FUTURE = new Date(Date.now() + 3_600_000).toISOString();
@@ -31,7 +31,7 @@ const proofFor = (deviceId: string, streamId: string) => `${deviceId}:${streamId
 interface Fixture {
   streams: Streams;
   url: string;
-  /** `stream.open` messages the broker sent to agents connected here. */
+  /** `stream.open` messages the relay sent to agents connected here. */
   opens: StreamOpen[];
   /** Calls of `routeStream` (the agent is on another node). */
   routed: StreamOpen[];

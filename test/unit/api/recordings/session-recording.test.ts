@@ -1,5 +1,5 @@
 /**
- * One session's recording (api/recordings/session-recording.ts) fed through the broker's taps as
+ * One session's recording (api/recordings/session-recording.ts) fed through the relay's taps as
  * frames split anywhere: a UTF-8 character cut at any byte survives whole, and the file is a valid
  * multi-member gzip of a cast whatever the cut.
  */
@@ -31,7 +31,7 @@ async function record(slices: Buffer[], options: { maxStoredBytes?: number } = {
     now: () => Date.UTC(2026, 0, 1, 0, 1),
   });
   const stream = rec.streamStarted();
-  // One frame whose payload arrives as these slices, as the broker passes it on.
+  // One frame whose payload arrives as these slices, as the relay passes it on.
   stream.fromDevice.frame(
     true,
     BINARY,

@@ -114,7 +114,13 @@ export function createEdgePresence(deps: EdgePresenceDeps) {
     log.info('sent the control node a presence snapshot', { agents: all.length });
   }
 
+  let leaving = false;
+
   return {
+    /** The node is stopping: the ends of its agents' connections are not reported. */
+    leaving(): void {
+      leaving = true;
+    },
     /** Where the relay reports its agents (its PresenceSink). */
     sink: {
       online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null, generation: number): void {
@@ -122,6 +128,9 @@ export function createEdgePresence(deps: EdgePresenceDeps) {
         queue();
       },
       offline(deviceId: string, at: number, generation: number): void {
+        // A node that is stopping lets its agents go to other nodes: whether they got there is
+        // the control node's to see (it gives the node's agents the deadline, as for a node lost).
+        if (leaving) return;
         pendingOffline.push({ device_id: deviceId, generation, at });
         queue();
       },

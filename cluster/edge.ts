@@ -150,6 +150,14 @@ export function createEdge(deps: EdgeDeps) {
     },
 
     /** Stops the timers, sends the last counts and presence, and closes the bus. */
+    /**
+     * The node is about to stop and close its agents' connections: they move to other nodes, and
+     * the control node gives them the deadline, so a device whose agent moves is never offline.
+     */
+    leaving(): void {
+      presence.leaving();
+    },
+
     async close(): Promise<void> {
       if (closed) return;
       closed = true;

@@ -122,6 +122,7 @@ export async function startEdgeNode(config: Readonly<EdgeConfig>, options: EdgeN
         log.info('broker node stopping');
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        edge.leaving();
         await relayServer.close();
         await edge.close();
         server.closeAllConnections();

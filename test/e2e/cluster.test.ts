@@ -382,6 +382,32 @@ describe('edge A killed (SIGKILL)', () => {
   }, 120_000);
 });
 
+describe('edge A stopped (SIGTERM)', () => {
+  const layout = layoutForEachTest();
+
+  // A stopping edge closes its agents' connections (1001) and does not report them gone: they
+  // move to their other servers, and the control node gives A's agents the deadline, as for a
+  // node lost. Before, A reported them offline at once and the device blinked offline.
+  it('the agent moves to B and the device is never offline', async () => {
+    const { cluster, edgeA, edgeB } = layout();
+    const events = await presenceEvents(layout(), 'edge-dev');
+    try {
+      await edgeA.proc.stop();
+      await waitFor(async () => ((await metric(edgeB.url, 'tether_agents_online')) === 1 ? true : undefined), 'the agent on edge B', 2 * BACKOFF_CEILING_MS);
+      await waitFor(
+        async () => ((await metric(cluster.control.url, 'tether_cluster_nodes')) === 2 ? true : undefined),
+        'edge A given up',
+        DEADLINE_MS + 10_000,
+      );
+      expect(await layout().status('edge-dev')).toBe('online');
+      expect(events.seen.filter((e) => e.event === 'agent.offline')).toEqual([]);
+      await shellThrough(layout(), edgeB, 'after-stop');
+    } finally {
+      events.close();
+    }
+  }, 120_000);
+});
+
 describe('an agent that moves from one edge to another', () => {
   const layout = layoutForEachTest();
 

@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    globalSetup: ['test/setup/home.ts'],
+    globalSetup: ['test/setup/home.ts', 'test/setup/system-packages.ts'],
     // Each file in its own process: servers, agents and signal handlers never share state.
     pool: 'forks',
     testTimeout: 60_000,

@@ -50,6 +50,11 @@ function revision(value: string): string {
   return value;
 }
 
+function lines(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1000) throw new InvalidArgumentError('a whole number of lines from 1 to 1000');
+  return Number(value);
+}
+
 function seconds(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('a whole number of seconds, at least 1');
   return Number(value);
@@ -149,7 +154,7 @@ function registerDeploy(program: Command, ctx: () => Context): void {
     .action(withCode(async (o) => (await commands.deploy()).deployList(ctx(), o)));
   deploy
     .command('get <service>')
-    .description('one service: status, revisions, canary, image, sync')
+    .description('one service: status (and why a rollout failed), revisions, canary split, ready replicas per revision, endpoint, image, sync')
     .addOption(envOption())
     .addOption(jsonOption())
     .action(withCode(async (name, o) => (await commands.deploy()).deployGet(ctx(), name, o)));
@@ -166,6 +171,13 @@ function registerDeploy(program: Command, ctx: () => Context): void {
     .option('--revision <revision>', 'the revision to go back to, e.g. v1.4.1', revision)
     .addOption(jsonOption())
     .action(withCode(async (name, o) => (await commands.deploy()).deployRollback(ctx(), name, o)));
+  deploy
+    .command('logs <service>')
+    .description("the recent log lines of the service's replicas, each after its replica's name")
+    .addOption(envOption())
+    .option('--lines <n>', 'lines per replica, 1 to 1000 (default 100)', lines)
+    .addOption(jsonOption())
+    .action(withCode(async (name, o) => (await commands.deploy()).deployLogs(ctx(), name, o)));
   registerCanary(deploy, ctx);
   deploy
     .command('rm <service>')

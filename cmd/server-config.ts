@@ -24,6 +24,11 @@ const natsUrl = (requiredError?: string) =>
       'must be nats://host:port (or tls://), or several of them comma-separated',
     );
 
+/** The deployment runtimes (docs/deployments.md). */
+const RUNTIMES = ['simulated', 'docker'] as const;
+export type RuntimeName = (typeof RUNTIMES)[number];
+const listenAddress = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'must be host:port, e.g. 127.0.0.1:8090');
+
 /** Settings the server and a node share. */
 const common = {
   listen: z
@@ -63,7 +68,19 @@ const fileSchema = z.strictObject({
     .string()
     .regex(/^[A-Za-z0-9\-._~+/]{16,256}$/, 'must be 16-256 characters of [A-Za-z0-9-._~+/]')
     .optional(),
-  deploy_runtime: z.enum(['simulated']).default('simulated'),
+  /** What runs services: `simulated` (nothing runs) or `docker` (Docker Engine at DOCKER_HOST); per environment below. */
+  deploy_runtime: z.enum(RUNTIMES).default('simulated'),
+  deploy_runtime_dev: z.enum(RUNTIMES).optional(),
+  deploy_runtime_staging: z.enum(RUNTIMES).optional(),
+  deploy_runtime_prod: z.enum(RUNTIMES).optional(),
+  /** Where each environment's ingress listens (the `docker` runtime); port 0 picks a free one. */
+  ingress_dev: listenAddress.default('127.0.0.1:0'),
+  ingress_staging: listenAddress.default('127.0.0.1:0'),
+  ingress_prod: listenAddress.default('127.0.0.1:0'),
+  /** A rollout whose replicas are not ready within this many seconds fails (the previous revision keeps serving). */
+  rollout_deadline_seconds: z.coerce.number().int().min(1).max(86_400).default(300),
+  /** Where `secrets.vault[].path` files are read from (default `<data dir>/secrets`). */
+  secrets_dir: z.string().min(1).optional(),
   sim_replica_ms: z.coerce.number().int().min(0).max(3_600_000).default(200),
   /** Record shell sessions (asciicast v2 in the data dir). */
   record_shell: flag.default(true),
@@ -110,7 +127,27 @@ const edgeSchema = z.strictObject({
 
 export type ServerSettings = z.output<typeof fileSchema>;
 
-export interface ServerConfig extends Omit<ServerSettings, 'listen' | 'public_url' | 'nats_url' | 'nats_creds'> {
+export interface ServerConfig extends Omit<
+  ServerSettings,
+  | 'listen'
+  | 'public_url'
+  | 'nats_url'
+  | 'nats_creds'
+  | 'deploy_runtime_dev'
+  | 'deploy_runtime_staging'
+  | 'deploy_runtime_prod'
+  | 'ingress_dev'
+  | 'ingress_staging'
+  | 'ingress_prod'
+  | 'secrets_dir'
+> {
+  /** The runtime of each environment. */
+  runtimes: Record<'dev' | 'staging' | 'prod', RuntimeName>;
+  /** Where each environment's ingress listens (host:port). */
+  ingress: Record<'dev' | 'staging' | 'prod', string>;
+  secrets_dir: string;
+  /** The Docker Engine (`DOCKER_HOST`). */
+  docker_host: string;
   host: string;
   port: number;
   /** Base URL clients use, when set; otherwise derived from the listening address. */
@@ -218,6 +255,15 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     publicUrl: s.public_url?.replace(/\/+$/, ''),
     bootstrap_token: s.bootstrap_token,
     deploy_runtime: s.deploy_runtime,
+    runtimes: {
+      dev: s.deploy_runtime_dev ?? s.deploy_runtime,
+      staging: s.deploy_runtime_staging ?? s.deploy_runtime,
+      prod: s.deploy_runtime_prod ?? s.deploy_runtime,
+    },
+    ingress: { dev: s.ingress_dev, staging: s.ingress_staging, prod: s.ingress_prod },
+    rollout_deadline_seconds: s.rollout_deadline_seconds,
+    secrets_dir: resolve(s.secrets_dir ?? resolve(s.data_dir, 'secrets')),
+    docker_host: env.DOCKER_HOST || 'unix:///var/run/docker.sock',
     sim_replica_ms: s.sim_replica_ms,
     session_idle_seconds: s.session_idle_seconds,
     log_level: s.log_level,

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApi, type Api } from '../api/app';
 import { simulatedRuntime } from '../api/services/simulated-runtime';
+import { dockerRuntime } from '../api/services/docker/runtime';
+import { perEnvironment, type RuntimeFactory } from '../api/services/runtime';
 import { bootstrapAdmin } from '../api/identity/bootstrap';
 import { openStore, type Store } from '../api/store/index';
 import { createRelay } from '../relay/index';
@@ -117,7 +119,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
     ticketer: createTicketer(store.secret('stream-ticket')),
     wsBase: () => deps.publicUrl().replace(/^http/, 'ws'),
     now,
-    runtime: simulatedRuntime(config.sim_replica_ms), // the only runtime so far (TETHER_DEPLOY_RUNTIME)
+    runtime: runtimeOf(config),
     consoleDir: consoleDir(),
     sessionIdleSeconds: config.session_idle_seconds,
     recordings: {
@@ -151,6 +153,32 @@ function apiForRelay(api: () => Api) {
       seen: (lastSeen: Map<string, number>) => api().presence.seen(lastSeen),
     },
   };
+}
+
+/**
+ * The deployment runtime of each environment (TETHER_DEPLOY_RUNTIME, _DEV/_STAGING/_PROD): one
+ * simulated and one docker runtime at most, each serving the environments given to it.
+ */
+function runtimeOf(config: Readonly<ServerConfig>): RuntimeFactory {
+  const envs = Object.keys(config.runtimes) as Array<keyof ServerConfig['runtimes']>;
+  const simulated = simulatedRuntime(config.sim_replica_ms);
+  const onDocker = envs.filter((env) => config.runtimes[env] === 'docker');
+  const docker =
+    onDocker.length === 0
+      ? undefined
+      : dockerRuntime({
+          dockerHost: config.docker_host,
+          runDir: join(config.data_dir, 'ingress'),
+          secretsDir: config.secrets_dir,
+          deadlineSeconds: config.rollout_deadline_seconds,
+          ingressListen: config.ingress,
+          environments: onDocker,
+        });
+  return perEnvironment({
+    dev: config.runtimes.dev === 'docker' ? docker! : simulated,
+    staging: config.runtimes.staging === 'docker' ? docker! : simulated,
+    prod: config.runtimes.prod === 'docker' ? docker! : simulated,
+  });
 }
 
 /** An agent's token, or its proof for a data stream, checked against the device's stored token hash. */
@@ -251,7 +279,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     throw err;
   }
 
-  log.info('server started', { url, data_dir: config.data_dir, runtime: config.deploy_runtime });
+  log.info('server started', { url, data_dir: config.data_dir, runtimes: config.runtimes });
   print(`tether listening on ${url}`);
   return {
     url,

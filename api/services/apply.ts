@@ -39,6 +39,7 @@ export function createApply(records: ServiceRecords, log: Logger) {
       rollout,
       last_deployed_at: at,
       created_at: existing?.created_at ?? at,
+      status_message: null,
     };
     const next: ServiceRow = canary
       ? {

@@ -39,6 +39,7 @@ export function createCanary(records: ServiceRecords, runtime: DeploymentRuntime
       canary_revision: null,
       canary_weight: null,
       sync_status: syncStatus(row.desired_replicas, row.ready_replicas),
+      status_message: null,
     };
     transact(() => {
       repo.put(next);

@@ -1,4 +1,5 @@
 /** @module The OpenAPI operations of deployments per environment (./routes.ts); `env` on every operation. */
+import { z } from 'zod';
 import { emptyBody } from '../../shared/api/common';
 import {
   applyQuery,
@@ -7,6 +8,8 @@ import {
   deploymentEvent,
   envOnly,
   historyQuery,
+  logsQuery,
+  replicaLogs,
   revision,
   rollbackQuery,
   service,
@@ -112,6 +115,20 @@ export const serviceOperations: OperationSpec[] = [
     query: historyQuery,
     responses: { 200: { description: 'a page of revisions', json: listBody('RevisionListResponse', revision) } },
     errors: readErrors,
+  },
+  {
+    method: 'get',
+    path: '/v1/services/{serviceName}/logs',
+    operationId: 'getServiceLogs',
+    tag: 'services',
+    summary: 'A service’s replicas’ recent log lines',
+    description:
+      'Developer and up, scope `deployments:read`. The last `lines` (1–1000, default 100) of each replica’s output, oldest first; an empty array when the runtime keeps none (the simulated runtime runs nothing).',
+    auth: 'bearer',
+    params: name,
+    query: logsQuery,
+    responses: { 200: { description: 'each replica’s recent lines', json: okBody('ServiceLogsResponse', z.array(replicaLogs)) } },
+    errors: { ...readErrors, 503: 'the runtime could not read the logs now (the Docker Engine does not answer)' },
   },
   {
     method: 'post',

@@ -10,8 +10,10 @@ import type { Role } from '../roles';
 import type { Store } from '../store/index';
 import type { CanaryState, Service, ServiceChange, ServiceDetail } from '../../shared/api/services';
 import type { CurrentImage, Environment, RevisionRow, ServiceRow } from '../store/services';
+import { runOf } from './revision-run';
 import type { DeploymentRuntime, RolloutTarget } from './runtime';
 import { SERVICE_NAME } from './spec';
+import { createReadiness } from './status';
 
 /** Who may change what, per environment (docs/http-api.md, deployments). */
 export const WRITE_ROLE: Record<Environment, Role> = { dev: 'developer', staging: 'developer', prod: 'platform-engineer' };
@@ -25,6 +27,7 @@ export interface ServiceRecordsDeps {
 export function createServiceRecords({ store, runtime, now }: ServiceRecordsDeps) {
   const repo = store.services;
   const iso = () => new Date(now()).toISOString();
+  const readiness = createReadiness();
 
   function serviceOr404(name: string, env: Environment): ServiceRow {
     const row = SERVICE_NAME.test(name) ? repo.get(name, env) : undefined;
@@ -42,6 +45,7 @@ export function createServiceRecords({ store, runtime, now }: ServiceRecordsDeps
   /** What the runtime should be running for a service row. */
   function targetOf(row: ServiceRow): RolloutTarget {
     const deployed = revisionRow(row, row.canary_revision ?? row.current_revision);
+    const stable = row.canary_revision ? revisionRow(row, row.current_revision) : undefined;
     return {
       service: row.name,
       environment: row.environment,
@@ -51,21 +55,31 @@ export function createServiceRecords({ store, runtime, now }: ServiceRecordsDeps
       replicas: row.desired_replicas,
       ready: row.ready_replicas,
       canary: row.canary_revision ? { stableRevision: row.current_revision, weight: row.canary_weight! } : undefined,
+      run: runOf(deployed),
+      stableRun: stable && runOf(stable),
+      stableReplicas: stable?.replicas,
     };
   }
 
-  /** The service as listed; `image` when it is not the current revision's yet (a dry run). */
+  /**
+   * The service as listed; `image` when it is not the current revision's yet (a dry run). What the
+   * runtime knows beside the row: its environment's ingress, and ready replicas per revision.
+   */
   function listed(row: ServiceRow, image = imageOf(row)): Service {
+    const byRevision = readiness.of(row.name, row.environment, row.rollout);
+    const endpoint = runtime.endpointOf?.(row.environment);
     return {
       name: row.name,
       environment: row.environment,
       status: row.status,
       image,
-      replicas: { desired: row.desired_replicas, ready: row.ready_replicas },
+      replicas: { desired: row.desired_replicas, ready: row.ready_replicas, ...(byRevision && { by_revision: byRevision }) },
       current_revision: row.current_revision,
       last_deployed_at: row.last_deployed_at,
-      runtime: runtime.name,
+      runtime: runtime.nameOf(row.environment),
+      ...(endpoint ? { endpoint } : {}),
       ...(row.canary_revision ? { canary: { revision: row.canary_revision, weight: row.canary_weight ?? 0 } } : {}),
+      ...(row.status === 'failed' && row.status_message !== null && { status_message: row.status_message }),
     };
   }
 
@@ -87,6 +101,8 @@ export function createServiceRecords({ store, runtime, now }: ServiceRecordsDeps
   return {
     repo,
     iso,
+    /** Ready replicas per revision, as the runtime reports them (in memory). */
+    readiness,
     serviceOr404,
     imageOf,
     targetOf,

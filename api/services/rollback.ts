@@ -42,6 +42,7 @@ export function createRollback(records: ServiceRecords, log: Logger) {
       canary_weight: null,
       rollout: row.rollout + 1,
       last_deployed_at: at,
+      status_message: null,
     };
     commit(next, () => {
       repo.putRevision({ ...target, deployed_at: at, deployed_by: principal.username });

@@ -10,6 +10,7 @@ import {
   deploymentAuditQuery,
   envOnly,
   historyQuery,
+  logsQuery,
   rollbackQuery,
   serviceListQuery,
   weightBody,
@@ -66,6 +67,11 @@ export function serviceRoutes(deployments: Services, store: Store, idempotent: M
     const q = parseQuery(ctx, historyQuery);
     const { items, total } = deployments.history(principalOf(ctx), q.env, ctx.params.serviceName!, q.per_page, offsetOf(q));
     okList(ctx, items, q, total);
+  });
+
+  router.get('/v1/services/:serviceName/logs', async function serviceLogs(ctx) {
+    const q = parseQuery(ctx, logsQuery);
+    ok(ctx, await deployments.logs(principalOf(ctx), q.env, ctx.params.serviceName!, q.lines));
   });
 
   router.post('/v1/services/:serviceName/rollback', async function rollback(ctx) {

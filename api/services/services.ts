@@ -6,7 +6,9 @@
  * rollouts still `deploying` are resumed at start-up.
  */
 import type { Logger } from '../../shared/log';
+import type { ReplicaLogs } from '../../shared/api/services';
 import { requireAccess } from '../access';
+import { ApiError } from '../errors';
 import { unconditional, type Precondition } from '../preconditions';
 import type { Store } from '../store/index';
 import type { Environment, ServiceRow } from '../store/services';
@@ -17,7 +19,7 @@ import { createServiceRecords } from './records';
 import { createRollback } from './rollback';
 import type { DeploymentRuntime, RuntimeReport } from './runtime';
 import { SERVICE_NAME } from './spec';
-import { deriveStatus, syncStatus } from './status';
+import { deriveStatus, statusMessage, syncStatus } from './status';
 
 export interface DeploymentDeps {
   store: Store;
@@ -73,8 +75,23 @@ export function createServices({ store, runtime, log, now }: DeploymentDeps) {
         audit('service.deleted', row, row.current_revision, principal.username);
       });
       runtime.remove(name, env);
+      records.readiness.forget(name, env);
       log.info('service deleted', { service: name, environment: env });
       return { name, environment: env, deleted: true };
+    },
+
+    /** The replicas' recent log lines (at most `lines` each), as the runtime keeps them; none for the simulated one. */
+    async logs(principal: Principal, env: Environment, name: string, lines: number): Promise<ReplicaLogs[]> {
+      requireAccess(principal, 'deployments:read', 'developer');
+      serviceOr404(name, env);
+      let replicas: ReplicaLogs[];
+      try {
+        replicas = (await runtime.logs?.(name, env, lines)) ?? [];
+      } catch (err) {
+        log.warn('reading replica logs failed', { service: name, environment: env, err: (err as Error).message });
+        throw new ApiError('unavailable', `the ${runtime.nameOf(env)} runtime could not read the logs of ${name} in ${env}; try again`);
+      }
+      return replicas.map((r) => ({ replica: r.replica, revision: r.revision, lines: r.lines.slice(-lines) }));
     },
 
     canary,
@@ -88,12 +105,18 @@ export function createServices({ store, runtime, log, now }: DeploymentDeps) {
       return row ? { service: serviceTag(row), canary: canaryTag(row) } : {};
     },
 
-    /** A runtime report: replicas ready for a rollout; stale rollouts are ignored. */
+    /**
+     * A runtime report: replicas ready for a rollout (in all, and per revision), and why it
+     * failed when it did; stale rollouts are ignored.
+     */
     onReport(report: RuntimeReport): void {
       const row = repo.get(report.service, report.environment);
       if (!row || row.rollout !== report.rollout) return;
+      records.readiness.record(report);
       const status = deriveStatus(row.status, row.desired_replicas, report);
-      repo.progress(row.name, row.environment, row.rollout, report.ready, status, syncStatus(row.desired_replicas, report.ready));
+      const message = statusMessage(status, report, row.desired_replicas, row.status_message);
+      repo.progress(row.name, row.environment, row.rollout, report.ready, status, syncStatus(row.desired_replicas, report.ready), message);
+      // Not the message: the container's log lines in it are the service's, and may hold anything.
       if (status !== row.status) log.info('service status changed', { service: row.name, environment: row.environment, status });
     },
 

@@ -21,7 +21,7 @@ export function simulatedRuntime(replicaMs: number) {
     }
 
     return {
-      name: 'simulated',
+      nameOf: () => 'simulated',
       apply(t: RolloutTarget) {
         const k = key(t.service, t.environment);
         stop(k);

@@ -39,11 +39,25 @@ export const serviceSpecSchema = z.strictObject({
   service: z.strictObject({
     name: z.string().regex(SERVICE_NAME, 'must be a DNS label: lowercase letters, digits and -, starting with a letter, at most 63'),
     image: z.string().regex(IMAGE, 'must be host/repository/name:tag with a tag like 1.4.2 or v1.4.2'),
+    /** The container's HTTP port (the `docker` runtime's ingress sends requests there). */
+    port: z.number().int('must be a whole number').min(1).max(65535).default(8080),
   }),
   deployment: z.strictObject({
     replicas: z.number().int('must be a whole number').min(0).max(1000),
     strategy: z.enum(['rolling', 'canary']).default('rolling'),
     canary: z.strictObject({ weight: z.number().int().min(1).max(99).default(10) }).optional(),
+    /** An HTTP check of the container's port; without it, the image's own HEALTHCHECK, else running is ready. */
+    health: z
+      .strictObject({
+        path: z
+          .string()
+          .regex(/^\/[^\s]*$/, 'must be a path starting with /')
+          .max(1024),
+        interval_seconds: z.number().int().min(1).max(3600).default(10),
+        timeout_seconds: z.number().int().min(1).max(600).default(5),
+        retries: z.number().int().min(1).max(100).default(3),
+      })
+      .optional(),
   }),
   'remote-access': remoteAccess.optional(),
   observability: z.strictObject({ logs: z.boolean().optional(), metrics: z.boolean().optional(), traces: z.boolean().optional() }).optional(),

@@ -18,6 +18,8 @@ export interface ServiceRow {
   rollout: number;
   last_deployed_at: string;
   created_at: string;
+  /** Why the rollout failed, as the runtime said; null unless `status` is `failed`. */
+  status_message: string | null;
 }
 
 /** Read along with a service: the image of the revision that was current when it was read. */
@@ -73,18 +75,18 @@ export function createServiceRepo(db: Db) {
   );
   const upsert = db.prepare(
     `INSERT INTO services (name, environment, status, current_revision, previous_revision, desired_replicas, ready_replicas,
-                           sync_status, canary_revision, canary_weight, rollout, last_deployed_at, created_at)
+                           sync_status, canary_revision, canary_weight, rollout, last_deployed_at, created_at, status_message)
      VALUES (@name, @environment, @status, @current_revision, @previous_revision, @desired_replicas, @ready_replicas,
-             @sync_status, @canary_revision, @canary_weight, @rollout, @last_deployed_at, @created_at)
+             @sync_status, @canary_revision, @canary_weight, @rollout, @last_deployed_at, @created_at, @status_message)
      ON CONFLICT (name, environment) DO UPDATE SET
        status = excluded.status, current_revision = excluded.current_revision,
        previous_revision = excluded.previous_revision, desired_replicas = excluded.desired_replicas,
        ready_replicas = excluded.ready_replicas, sync_status = excluded.sync_status,
        canary_revision = excluded.canary_revision, canary_weight = excluded.canary_weight,
-       rollout = excluded.rollout, last_deployed_at = excluded.last_deployed_at`,
+       rollout = excluded.rollout, last_deployed_at = excluded.last_deployed_at, status_message = excluded.status_message`,
   );
-  const progress = db.prepare<[number, string, string, string, string, number]>(
-    `UPDATE services SET ready_replicas = ?, status = ?, sync_status = ?
+  const progress = db.prepare<[number, string, string, string | null, string, string, number]>(
+    `UPDATE services SET ready_replicas = ?, status = ?, sync_status = ?, status_message = ?
       WHERE name = ? AND environment = ? AND rollout = ?`,
   );
   const remove = db.prepare<[string, string]>('DELETE FROM services WHERE name = ? AND environment = ?');
@@ -125,9 +127,16 @@ export function createServiceRepo(db: Db) {
       const { current_image: _image, current_image_of: _of, ...columns } = row as ServiceRow & Partial<CurrentImage>;
       upsert.run(columns);
     },
-    /** Records a runtime report for the rollout it belongs to; false if that rollout is stale. */
-    progress: (name: string, env: Environment, rollout: number, ready: number, status: ServiceStatus, sync: 'Synced' | 'OutOfSync') =>
-      progress.run(ready, status, sync, name, env, rollout).changes === 1,
+    /** Records a runtime report for the rollout it belongs to (with why it failed, when it did); false if that rollout is stale. */
+    progress: (
+      name: string,
+      env: Environment,
+      rollout: number,
+      ready: number,
+      status: ServiceStatus,
+      sync: 'Synced' | 'OutOfSync',
+      message: string | null = null,
+    ) => progress.run(ready, status, sync, message, name, env, rollout).changes === 1,
     delete: (name: string, env: Environment): boolean => remove.run(name, env).changes === 1,
     list(env: Environment, status: ServiceStatus | undefined, limit: number, offset: number) {
       const s = status ?? null;

@@ -1,16 +1,17 @@
 /**
  * @module `tether deploy list | get | history | rollback | rm` and `tether deploy canary get |
  * weight | halt | promote`: services per environment (docs/http-api.md, deployments). `apply` is
- * in deploy/apply.ts.
+ * in deploy/apply.ts, `logs` in deploy/logs.ts.
  */
 import { confirm } from '../confirm';
 import type { Context } from '../context';
 import { describe } from '../describe';
 import { printJson, table } from '../output';
 import type { CanaryState, Environment, Service, ServiceChange, ServiceDeleted, ServiceDetail, Revision } from '../../shared/api/services';
-import { ENVIRONMENTS, serviceUrl, shortTime, stateOf, type EnvFlag } from './deploy/service';
+import { canarySplit, ENVIRONMENTS, failureLines, readyByRevision, serviceUrl, shortTime, stateOf, whyFailed, type EnvFlag } from './deploy/service';
 
 export { deployApply } from './deploy/apply';
+export { deployLogs } from './deploy/logs';
 
 const PAGE = 100;
 const canaryText = (s: Service) => (s.canary ? `${s.canary.revision} at ${s.canary.weight}%` : null);
@@ -33,35 +34,47 @@ export async function deployList(ctx: Context, flags: { env?: Environment; statu
   }
   if (flags.json) return printJson(ctx.out, services);
   if (services.length === 0) return ctx.out.stdout(`no ${flags.status ? `${flags.status} ` : ''}services${flags.env ? ` in ${flags.env}` : ''}\n`);
-  const rows = services.map((s) => ({
-    service: s.name,
-    env: s.environment,
-    status: s.status,
-    revision: s.current_revision,
-    canary: canaryText(s),
-    ready: `${s.replicas.ready}/${s.replicas.desired}`,
-    image: s.image,
-    deployed: shortTime(s.last_deployed_at),
-  }));
-  ctx.out.stdout(table(rows, ['service', 'env', 'status', 'revision', 'canary', 'ready', 'image', 'deployed']));
+  const rows = services.map((s) => {
+    const perRevision = readyByRevision(s);
+    return {
+      service: s.name,
+      env: s.environment,
+      status: s.status,
+      revision: s.current_revision,
+      canary: canaryText(s),
+      ready: `${s.replicas.ready}/${s.replicas.desired}${perRevision ? ` (${perRevision})` : ''}`,
+      endpoint: s.endpoint,
+      image: s.image,
+      deployed: shortTime(s.last_deployed_at),
+    };
+  });
+  // Why each failed rollout failed, under the table (`deploy get` shows the container's log lines too).
+  const failed = services.filter((s) => s.status_message).map((s) => `${s.name} in ${s.environment} failed: ${whyFailed(s)}\n`);
+  ctx.out.stdout(
+    table(rows, ['service', 'env', 'status', 'revision', 'canary', 'ready', 'endpoint', 'image', 'deployed']) + (failed.length ? `\n${failed.join('')}` : ''),
+  );
 }
 
 export async function deployGet(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
   const s = await ctx.api().request<ServiceDetail>('GET', serviceUrl(name, flags.env));
   if (flags.json) return printJson(ctx.out, s);
+  const [, ...logLines] = failureLines(s);
   ctx.out.stdout(
     describe([
       ['service', s.name],
       ['environment', s.environment],
       ['status', stateOf(s)],
+      ['failed', whyFailed(s)],
       ['revision', s.current_revision],
       ['previous', s.previous_revision],
-      ['canary', canaryText(s) ?? undefined],
+      ['canary', canarySplit(s)],
+      ['ready', readyByRevision(s)],
+      ['endpoint', s.endpoint && `${s.endpoint} (with Host: ${s.name})`],
       ['image', s.image],
       ['sync', s.gitops_sync_status],
       ['runtime', s.runtime],
       ['last deployed', shortTime(s.last_deployed_at)],
-    ]),
+    ]) + (logLines.length ? `\n${logLines.map((l) => `  ${l}\n`).join('')}` : ''),
   );
 }
 

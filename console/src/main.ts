@@ -1,6 +1,7 @@
 /**
  * @module The tether web console: a single page, routed by the URL's hash (`#/devices`,
- * `#/devices/ID`, `#/terminal/ID`, `#/files/ID`, `#/sessions`, `#/sessions/ID/play`, `#/audit`).
+ * `#/devices/ID`, `#/terminal/ID`, `#/files/ID`, `#/services`, `#/services/ENV/NAME`,
+ * `#/sessions`, `#/sessions/ID/play`, `#/audit`).
  * Each page renders into `#app` and returns what ends it (a stream, a session, a subscription)
  * when you leave it.
  */
@@ -18,6 +19,8 @@ import { devicesPage } from './pages/devices';
 import { filesPage } from './pages/files';
 import { loginPage } from './pages/login';
 import { playerPage } from './pages/player';
+import { servicePage } from './pages/service';
+import { servicesPage } from './pages/services';
 import { sessionsPage } from './pages/sessions';
 import { terminalPage } from './pages/terminal';
 
@@ -26,6 +29,8 @@ const ROUTES: Array<[RegExp, Page]> = [
   [/^\/devices\/([^/]+)$/, devicePage],
   [/^\/terminal\/([^/]+)$/, terminalPage],
   [/^\/files\/([^/]+)$/, filesPage],
+  [/^\/services$/, servicesPage],
+  [/^\/services\/([^/]+)\/([^/]+)$/, servicePage],
   [/^\/sessions$/, sessionsPage],
   [/^\/sessions\/([^/]+)\/play$/, playerPage],
   [/^\/audit$/, auditPage],

@@ -1,12 +1,13 @@
 /**
  * @module Services per environment over HTTP (docs/http-api.md, deployments): services,
- * their revisions and canaries, and the deployment audit; `env` on every operation. The body of
+ * their revisions and canaries, their replicas' logs, and the deployment audit; `env` on every
+ * operation. The body of
  * an apply is a service spec in YAML, whose schema is the deployment feature's own
  * (api/services/spec.ts).
  */
 import { z } from 'zod';
 import type { ErrorCode } from './errors';
-import { count, dateTimeParam, named, pagingParams, timestamp } from './common';
+import { count, dateTimeParam, intParam, named, pagingParams, timestamp } from './common';
 
 export const ENVIRONMENTS = ['dev', 'staging', 'prod'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
@@ -23,6 +24,7 @@ export const SERVICE_ERRORS = [
   'precondition_failed',
   'unsupported_media_type',
   'invalid_spec',
+  'unavailable',
 ] as const satisfies readonly ErrorCode[];
 
 // Requests
@@ -53,6 +55,9 @@ export const rollbackQuery = z.strictObject({
     .optional(),
 });
 export const weightBody = z.strictObject({ weight: z.number().int('must be a whole number').min(0).max(100) });
+/** The most log lines a replica's answer holds. */
+export const MAX_LOG_LINES = 1000;
+export const logsQuery = z.strictObject({ env, lines: intParam(1, MAX_LOG_LINES, 100) });
 export const deploymentAuditQuery = z.strictObject({
   ...pagingParams(200, 50),
   service: z.string().min(1).max(63).optional(),
@@ -70,14 +75,28 @@ const serviceBase = {
   environment,
   status: z.enum(SERVICE_STATUSES),
   image: z.string(),
-  replicas: z.strictObject({ desired: count, ready: count }),
+  replicas: z.strictObject({
+    desired: count,
+    ready: count.describe('ready replicas of the current rollout (the canary’s, during one)'),
+    by_revision: z
+      .record(z.string(), count)
+      .optional()
+      .describe(
+        'ready replicas of each revision that runs, e.g. {"v1.0.0": 2, "v1.1.0": 1} during a canary, as the runtime last reported them; absent until it reports them (never, for the simulated runtime)',
+      ),
+  }),
   current_revision: z.string(),
   last_deployed_at: timestamp,
-  runtime: z.string().describe('the deployment runtime; "simulated" for the embedded one'),
+  runtime: z.string().describe('the deployment runtime of the environment: "simulated" (the embedded default) or "docker"'),
+  endpoint: z
+    .string()
+    .optional()
+    .describe('http://HOST:PORT of the environment’s ingress, when its runtime runs one; a request there with `Host: <name>` reaches the service'),
   canary: z
     .strictObject({ revision: z.string(), weight: z.int().min(0).max(100) })
     .optional()
     .describe('while a canary is deployed'),
+  status_message: z.string().optional().describe('when `status` is `failed`: why, as the runtime said (with the container’s last log lines)'),
 };
 
 /** A service as listed. */
@@ -97,6 +116,17 @@ export type ServiceChange = z.infer<typeof serviceChange>;
 
 export const serviceDeleted = z.strictObject({ name: z.string(), environment: z.enum(ENVIRONMENTS), deleted: z.literal(true) });
 export type ServiceDeleted = z.infer<typeof serviceDeleted>;
+
+/** One replica's recent log lines, oldest first. */
+export const replicaLogs = named(
+  'ReplicaLogs',
+  z.strictObject({
+    replica: z.string().describe('the replica (a container name, for the docker runtime)'),
+    revision: z.string(),
+    lines: z.array(z.string()).max(MAX_LOG_LINES),
+  }),
+);
+export type ReplicaLogs = z.infer<typeof replicaLogs>;
 
 export const revision = named(
   'Revision',

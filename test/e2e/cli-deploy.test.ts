@@ -1,5 +1,5 @@
 /**
- * `tether deploy apply | list | get | history | rollback | canary | rm` (docs/cli.md) as users run
+ * `tether deploy apply | list | get | history | logs | rollback | canary | rm` (docs/cli.md) as users run
  * them: the real `dist/tether.cjs` against a real server (simulated runtime), outcomes checked
  * through the API.
  */
@@ -131,9 +131,10 @@ describe('deploy list, get and history', () => {
     const list = await tether(['deploy', 'list', '--env', 'prod']);
     expect(list.code).toBe(0);
     const lines = list.stdout.split('\n');
-    expect(lines[0]).toMatch(/^SERVICE\s+ENV\s+STATUS\s+REVISION\s+CANARY\s+READY\s+IMAGE\s+DEPLOYED$/);
+    expect(lines[0]).toMatch(/^SERVICE\s+ENV\s+STATUS\s+REVISION\s+CANARY\s+READY\s+ENDPOINT\s+IMAGE\s+DEPLOYED$/);
+    // the simulated runtime has no ingress (ENDPOINT -) and no per-revision counts
     expect(lines).toContainEqual(
-      expect.stringMatching(/^hist\s+prod\s+healthy\s+v2\.0\.0\s+-\s+2\/2\s+registry\.example\.com\/platform\/hist:2\.0\.0\s+\S+Z$/),
+      expect.stringMatching(/^hist\s+prod\s+healthy\s+v2\.0\.0\s+-\s+2\/2\s+-\s+registry\.example\.com\/platform\/hist:2\.0\.0\s+\S+Z$/),
     );
     // without --env: every environment
     const everywhere = await tether(['deploy', 'list']);
@@ -147,6 +148,8 @@ describe('deploy list, get and history', () => {
     expect(get.stdout).toMatch(/^revision +v2\.0\.0$/m);
     expect(get.stdout).toMatch(/^previous +v1\.0\.0$/m);
     expect(get.stdout).toMatch(/^sync +Synced$/m);
+    expect(get.stdout).toMatch(/^runtime +simulated$/m);
+    expect(get.stdout).not.toMatch(/^(endpoint|ready|failed|canary) /m); // none of them with the simulated runtime, no canary
     expect(JSON.parse((await tether(['deploy', 'get', 'hist', '--env', 'prod', '--json'])).stdout)).toEqual((await service('hist', 'prod')).body.data);
     expect(await tether(['deploy', 'get', 'nope', '--env', 'prod'])).toMatchObject({ code: 1, stderr: 'tether: no service nope in prod (not_found)' });
 
@@ -182,6 +185,9 @@ describe('deploy canary', () => {
 
     const history = await tether(['deploy', 'history', 'can', '--env', 'dev']);
     expect(history.stdout).toMatch(/^v2\.0\.0\s+canary \(20%\)\s/m);
+    // the service shows the split as it is now
+    expect((await tether(['deploy', 'get', 'can', '--env', 'dev'])).stdout).toMatch(/^canary +v2\.0\.0 at 20% \(80% stays on v1\.0\.0\)$/m);
+    expect((await tether(['deploy', 'list', '--env', 'dev'])).stdout).toMatch(/^can\s+dev\s+\S+\s+v1\.0\.0\s+v2\.0\.0 at 20%\s/m);
 
     const weight = await tether(['deploy', 'canary', 'weight', 'can', '50', '--env', 'dev']);
     expect(weight).toMatchObject({ code: 0, stdout: expect.stringContaining('canary v2.0.0 of can in dev now takes 50% of traffic') });
@@ -205,6 +211,24 @@ describe('deploy canary', () => {
 
     const none = await tether(['deploy', 'canary', 'promote', 'can', '--env', 'dev']);
     expect(none).toMatchObject({ code: 1, stderr: 'tether: can in dev has no canary deployed (conflict)' });
+  });
+});
+
+describe('deploy logs', () => {
+  it('says there are none with the simulated runtime; --json is the empty array; --lines is 1 to 1000', async () => {
+    await tether(['deploy', 'apply', '-f', specFile('logs.yaml', serviceSpec({ name: 'logs', replicas: 1 })), '--env', 'dev', '--wait']);
+    const res = await tether(['deploy', 'logs', 'logs', '--env', 'dev', '--lines', '20']);
+    expect(res).toMatchObject({ code: 0, stdout: '', stderr: 'no logs: logs in dev runs on the simulated runtime, which runs nothing' });
+    const json = await tether(['deploy', 'logs', 'logs', '--env', 'dev', '--json']);
+    expect(JSON.parse(json.stdout)).toEqual([]);
+    expect(JSON.parse(json.stdout)).toEqual((await stack.admin.get('/v1/services/logs/logs?env=dev')).body.data);
+    for (const bad of ['0', '1001', 'all', '-3']) {
+      const refused = await tether(['deploy', 'logs', 'logs', '--env', 'dev', '--lines', bad]);
+      expect(refused.code, bad).toBe(2);
+      expect(refused.stderr, bad).toContain('a whole number of lines from 1 to 1000');
+    }
+    expect((await tether(['deploy', 'logs', 'logs'])).code).toBe(2); // no --env
+    expect(await tether(['deploy', 'logs', 'nope', '--env', 'dev'])).toMatchObject({ code: 1, stderr: 'tether: no service nope in dev (not_found)' });
   });
 });
 

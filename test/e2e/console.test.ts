@@ -2,8 +2,8 @@
  * The web console (issue 17) in a real browser: the system's Chromium, headless, driven by
  * playwright-core, against a real server and a real agent. Signing in (and a wrong password),
  * presence going offline live, a shell (output read from the terminal's buffer, resize, `yes`
- * then Ctrl-C), a file uploaded and downloaded back byte for byte, and a page of another origin
- * refused at the stream. A screenshot of each page goes to test-artifacts/console/.
+ * then Ctrl-C), a file uploaded and downloaded back byte for byte, a service's canary moved with
+ * its slider and promoted (simulated runtime), and a page of another origin refused at the stream. A screenshot of each page goes to test-artifacts/console/.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { client } from '../helpers/http';
 import type { Proc } from '../helpers/processes';
+import { serviceSpec } from '../helpers/service-spec';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { connectStream } from '../helpers/stream';
 import { systemProgram } from '../helpers/system-program';
@@ -254,6 +255,44 @@ describe('the console, signed in', () => {
     await page.waitForSelector('#audit-list table');
     expect(await page.textContent('#audit-list')).toContain('recording.viewed');
     await shot(page, 'audit');
+    await page.close();
+  });
+});
+
+describe('services', () => {
+  it('lists services per environment, and on a service page moves its canary with the slider, then promotes it', async () => {
+    const apply = (yaml: string) => stack.admin.raw('POST', '/v1/services?env=dev', yaml, { 'content-type': 'application/yaml' });
+    const service = async () => (await stack.admin.get('/v1/services/shop?env=dev')).body.data;
+    const canary = async () => (await stack.admin.get('/v1/services/shop/canary?env=dev')).body.data;
+    expect((await apply(serviceSpec({ name: 'shop', replicas: 2 }))).status).toBe(200);
+    await waitFor(async () => (await service()).status === 'healthy' || undefined, 'shop v1.0.0 to be healthy');
+    expect((await apply(serviceSpec({ name: 'shop', tag: '1.1.0', replicas: 2, strategy: 'canary', weight: 20 }))).status).toBe(200);
+
+    const page = await signedIn();
+    await page.click('nav >> text=Services');
+    await page.waitForSelector('#services-dev table');
+    const row = page.locator('#services-dev tr', { hasText: 'shop' });
+    expect(await row.textContent()).toContain('v1.0.0, canary v1.1.0 at 20 %');
+    expect(await row.locator('td').nth(4).textContent()).toBe('—'); // the simulated runtime runs no ingress
+    await expect.poll(() => page.textContent('[data-service="shop"]')).toBe('healthy');
+    await shot(page, 'services');
+
+    await row.locator('a').click();
+    await page.waitForSelector('#canary-weight');
+    expect(await page.inputValue('#canary-weight')).toBe('20');
+    expect(await page.textContent('#canary-split')).toBe('20 % of traffic to the canary v1.1.0, 80 % to the stable v1.0.0.');
+    expect(await page.textContent('#service-revisions')).toMatch(/v1\.1\.0canary \(20 %\)/);
+    await page.fill('#canary-weight', '30'); // as if dragged there and let go
+    await expect.poll(async () => (await canary()).canary?.weight).toBe(30);
+    await expect.poll(() => page.textContent('#canary-split')).toBe('30 % of traffic to the canary v1.1.0, 70 % to the stable v1.0.0.');
+    expect(await page.textContent('#canary-status')).toBe('The canary takes 30 % of traffic.');
+    await shot(page, 'service');
+
+    await page.click('#canary-promote'); // enabled once every replica of the canary is ready
+    await expect.poll(canary).toMatchObject({ canary_active: false, stable: { revision: 'v1.1.0', weight: 100 }, canary: null });
+    expect(await service()).toMatchObject({ status: 'healthy', current_revision: 'v1.1.0', previous_revision: 'v1.0.0' });
+    await expect.poll(() => page.textContent('#canary-split')).toBe('No canary: v1.1.0 takes all traffic. Apply a spec with strategy: canary to start one.');
+    expect(await page.isHidden('#canary-weight')).toBe(true);
     await page.close();
   });
 });

@@ -565,6 +565,30 @@ describe('lists and paging', () => {
   });
 });
 
+describe('logs and what the simulated runtime leaves out', () => {
+  it('logs: an empty array (the simulated runtime runs nothing), developer+, lines 1-1000; no endpoint, per-revision counts or message', async () => {
+    await apply(dev, 'dev', ssd({ name: 'logged', replicas: 1 }));
+    const done = await healthy('logged', 'dev');
+    // the simulated runtime runs no ingress and reports no per-revision readiness; nothing failed
+    expect(done).not.toHaveProperty('endpoint');
+    expect(done.replicas).toEqual({ desired: 1, ready: 1 });
+    expect(done).not.toHaveProperty('status_message');
+    const res = await dev.get('/v1/services/logged/logs?env=dev&lines=5');
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual([]);
+    expect((await dev.get('/v1/services/logged/logs?env=dev')).body.data).toEqual([]); // lines: default 100
+    expect((await dev.get('/v1/services/logged/logs?env=dev&lines=1000')).status).toBe(200);
+    for (const q of ['lines=0', 'lines=1001', 'lines=ten', 'since=1h']) {
+      const bad = await dev.get(`/v1/services/logged/logs?env=dev&${q}`);
+      expect(bad.status, q).toBe(400);
+    }
+    expect((await dev.get('/v1/services/logged/logs')).status).toBe(400); // no env
+    expect((await dev.get('/v1/services/nope/logs?env=dev')).status).toBe(404);
+    expect((await dev.get('/v1/services/logged/logs?env=prod')).status).toBe(404);
+    expect((await none.get('/v1/services/logged/logs?env=dev')).status).toBe(403);
+  });
+});
+
 describe('restart', () => {
   it('a rollout under way when the server stops resumes when it starts again', async () => {
     const first = await startStack({ simReplicaMs: 150 });

@@ -9,6 +9,7 @@ import m007 from './007-port-forward';
 import m008 from './008-recordings';
 import m009 from './009-idempotency';
 import m010 from './010-session-idle';
+import m011 from './011-service-status';
 
 export interface Migration {
   version: number;
@@ -27,4 +28,5 @@ export const migrations: readonly Migration[] = [
   { version: 8, name: 'recordings', sql: m008 },
   { version: 9, name: 'idempotency', sql: m009 },
   { version: 10, name: 'session-idle', sql: m010 },
+  { version: 11, name: 'service-status', sql: m011 },
 ];

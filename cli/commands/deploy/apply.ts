@@ -11,7 +11,7 @@ import type { Context } from '../../context';
 import { describe } from '../../describe';
 import { CliError } from '../../errors';
 import { printJson } from '../../output';
-import { serviceOrNull, serviceUrl, stateOf, type EnvFlag } from './service';
+import { serviceOrNull, serviceUrl, stateOf, whyFailed, type EnvFlag } from './service';
 
 export interface ApplyFlags extends EnvFlag {
   file: string;
@@ -88,6 +88,7 @@ function changes(before: Service | null | undefined, after: Service, facts: Spec
 /** Polls the service until its rollout ends: healthy resolves, failed (or the time running out) rejects. */
 async function followRollout(ctx: Context, s: ServiceChange, timeoutMs: number): Promise<ServiceDetail> {
   const deadline = Date.now() + timeoutMs;
+  const cmd = (what: string) => `tether deploy ${what} ${s.name} --env ${s.environment}`;
   let said = '';
   for (;;) {
     const now = await ctx.api().request<ServiceDetail>('GET', serviceUrl(s.name, s.environment));
@@ -95,7 +96,8 @@ async function followRollout(ctx: Context, s: ServiceChange, timeoutMs: number):
     if (now.status === 'healthy') return now;
     if (now.status === 'failed')
       throw new CliError(
-        `the rollout of ${s.name} in ${s.environment} failed (${stateOf(now)}); roll back with \`tether deploy rollback ${s.name} --env ${s.environment}\``,
+        `the rollout of ${s.name} in ${s.environment} failed (${stateOf(now)})${now.status_message ? `: ${whyFailed(now)}` : ''}; ` +
+          `\`${cmd('get')}\` shows why, \`${cmd('rollback')}\` goes back`,
         'failed',
       );
     if (Date.now() > deadline) throw new CliError(`${s.name} in ${s.environment} is still ${stateOf(now)} after ${timeoutMs / 1000} s`, 'timeout');

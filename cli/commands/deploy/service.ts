@@ -4,6 +4,7 @@
  * (docs/http-api.md, deployments).
  */
 import type { Environment, Service, ServiceDetail } from '../../../shared/api/services';
+import { stripTerminalEscapes } from '../../../shared/asciicast';
 import { ApiFailure } from '../../api-client';
 import type { Context } from '../../context';
 
@@ -25,6 +26,27 @@ export const shortTime = (iso: string | null | undefined) => (iso ? iso.replace(
 
 /** `healthy, 3 of 3 replicas ready`. */
 export const stateOf = (s: Service) => `${s.status}, ${s.replicas.ready} of ${s.replicas.desired} replicas ready`;
+
+/** `v1.0.0: 2, v1.1.0: 1`: ready replicas per revision, when the runtime reports them. */
+export const readyByRevision = (s: Service) =>
+  s.replicas.by_revision
+    ? Object.entries(s.replicas.by_revision)
+        .map(([revision, n]) => `${revision}: ${n}`)
+        .join(', ') || 'none'
+    : undefined;
+
+/** `v1.1.0 at 20% (80% stays on v1.0.0)`: the canary's share of traffic now. */
+export const canarySplit = (s: Service) =>
+  s.canary ? `${s.canary.revision} at ${s.canary.weight}% (${100 - s.canary.weight}% stays on ${s.current_revision})` : undefined;
+
+/**
+ * Why a rollout failed, line by line: the runtime's reason, then the container's last log lines
+ * (the service's words: escape sequences removed before they reach a terminal). None unless failed.
+ */
+export const failureLines = (s: Service): string[] => (s.status_message ? stripTerminalEscapes(s.status_message).split('\n') : []);
+
+/** The first line of why a rollout failed: the runtime's reason. */
+export const whyFailed = (s: Service): string | undefined => failureLines(s)[0];
 
 /** The service, or null when it is not deployed in `env`. */
 export async function serviceOrNull(ctx: Context, name: string, env: Environment): Promise<ServiceDetail | null> {

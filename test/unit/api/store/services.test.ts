@@ -20,6 +20,7 @@ const service = (name: string, over: Partial<ServiceRow> = {}): ServiceRow => ({
   rollout: 1,
   last_deployed_at: t('00:00'),
   created_at: t('00:00'),
+  status_message: null,
   ...over,
 });
 
@@ -94,6 +95,15 @@ describe('service repository', () => {
     expect(store.services.progress('web', 'staging', 2, 3, 'healthy', 'Synced')).toBe(true);
     expect(store.services.get('web', 'staging')).toMatchObject({ ready_replicas: 3, status: 'healthy', sync_status: 'Synced' });
     expect(store.services.progress('web', 'prod', 2, 1, 'healthy', 'Synced')).toBe(false);
+  });
+
+  it('keeps why a rollout failed, and forgets it with the next put', () => {
+    deploy(service('web'));
+    expect(store.services.progress('web', 'staging', 1, 1, 'failed', 'OutOfSync', 'replica web-1 exited with code 1')).toBe(true);
+    expect(store.services.get('web', 'staging')).toMatchObject({ status: 'failed', status_message: 'replica web-1 exited with code 1' });
+    store.services.put(service('web', { rollout: 2 }));
+    expect(store.services.get('web', 'staging')).toMatchObject({ status: 'deploying', status_message: null });
+    expect(() => store.services.put(service('web', { status_message: 'x'.repeat(8193) }))).toThrow(/CHECK/);
   });
 
   it('lists the services of one environment by name, filtered by status, paged', () => {

@@ -2,7 +2,8 @@
  * @module `npm run bench`: starts a real `tether server` and real agents on 127.0.0.1, measures
  * transfers (beside bare WebSocket processes and OpenSSH, direct and through a jump host), server
  * CPU per GiB, keystroke echo, time to shell, port forwarding (beside `ssh -L` and `ssh -J -L`), what recording costs, how fast the web console paints, agent capacity, memory at idle and under transfer, API
- * throughput and the command's start-up, prints one table with each figure beside its target, and writes
+ * throughput and the command's start-up (and, with `--only=deploy` only, the docker deployment runtime:
+ * apply to ready, the ingress beside a container reached directly, a rolling update under load), prints one table with each figure beside its target, and writes
  * bench/results.json. `--quick` runs a tiny version (a few MiB, a few samples) for the tests.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -119,6 +120,12 @@ async function main(): Promise<void> {
             },
       )),
     );
+  }
+  // Only when asked for by name (`--only=deploy`): it runs a dockerd of its own, which needs root
+  // and the Docker packages, and takes the machine for a while (50 containers).
+  if (only?.includes('deploy')) {
+    const { deployBench } = await import('./deploy');
+    results.push(...(await deployBench(quick ? { replicas: [1, 10], loadSeconds: 2, clients: 4 } : { replicas: [1, 10, 50], loadSeconds: 5, clients: 4 })));
   }
   printTable(results);
   const misses = results.filter((r) => r.met === false).length;

@@ -54,6 +54,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import * as tar from 'tar-stream';
 import { systemProgram } from './system-program';
+import { waitFor } from './wait';
 
 const PURPOSE = 'the docker runtime tests';
 
@@ -101,29 +102,6 @@ const stoppers = new Set<() => Promise<void>>();
  */
 export async function stopAllDocker(): Promise<void> {
   await Promise.allSettled([...stoppers].map((stop) => stop()));
-}
-
-/** Polling with a deadline (test/helpers/wait.ts's, which bench/ may not import). */
-async function waitFor<T>(
-  probe: () => T | undefined | false | null | Promise<T | undefined | false | null>,
-  what: string,
-  timeoutMs = 10_000,
-  intervalMs = 20,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false && value !== null) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
 }
 
 /** Where each program the harness runs may be, and the Debian package that brings it. */

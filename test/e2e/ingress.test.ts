@@ -245,7 +245,8 @@ describe('ingress', () => {
     const first = await start(opts);
     await first.stop();
     expect(running(first.pid)).toBe(false);
-    await expect(get(first.endpoint, 'web')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    // Nothing answers there: refused, or reset when the keep-alive client still held a connection to it.
+    await expect(get(first.endpoint, 'web')).rejects.toMatchObject({ code: expect.stringMatching(/^(ECONNREFUSED|ECONNRESET)$/) });
     expect(readdirSync(join(base, 'stop'))).toEqual([]);
     const second = await start(opts);
     expect(second.adopted).toBe(false);

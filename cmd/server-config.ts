@@ -3,7 +3,7 @@
  * lower-cased without `TETHER_` in a YAML file given by `--config`; the environment wins over
  * the file. Parsed and checked once at start-up, then frozen and passed down.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -11,6 +11,8 @@ import { problemsOf, type Problem } from '../shared/zod-issues';
 import { LOG_LEVELS } from '../shared/log';
 import { didYouMean, ENV_PREFIX, KNOWN_SETTINGS, unknownSettings } from './settings-names';
 import { DEFAULT_DATA_DIR } from './server-defaults';
+import { busSettings } from './bus-settings';
+import { ConfigError } from './config-error';
 
 /** On or off: `1`/`0`, `true`/`false` (environment), or a YAML boolean. */
 const flag = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false'], { error: 'must be 1 or 0' }).transform((v) => v === '1' || v === 'true')]);
@@ -172,9 +174,7 @@ export interface EdgeConfig {
   console_origins: string[];
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError } from './config-error';
 
 /** Every setting's name in a config file (`TETHER_` + upper case in the environment). */
 export const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof ServerSettings>;
@@ -295,25 +295,3 @@ export function loadEdgeConfig(env: NodeJS.ProcessEnv, configFile?: string): Rea
     console_origins: s.console_origins,
   });
 }
-
-/**
- * The cluster bus as a node may use it: with credentials (a credentials file, or a user and
- * password in the URL), or without any only on a loopback address (docs/cluster.md, security).
- */
-function busSettings(url: string | undefined, creds: string | undefined, owner: Owner): { natsUrl: string | undefined; natsCreds: string | undefined } {
-  if (creds !== undefined && url === undefined) throw new ConfigError(`${owner}: TETHER_NATS_CREDS is set but TETHER_NATS_URL is not`);
-  const natsCreds = creds === undefined ? undefined : resolve(creds);
-  if (natsCreds !== undefined && !existsSync(natsCreds)) throw new ConfigError(`${owner}: TETHER_NATS_CREDS: no such file: ${natsCreds}`);
-  if (url !== undefined && natsCreds === undefined && !busHasPassword(url) && !busOnLoopback(url)) {
-    throw new ConfigError(
-      `${owner}: TETHER_NATS_URL: a bus without credentials is open to whoever reaches it; outside loopback give this node its credentials ` +
-        '(TETHER_NATS_CREDS, written by `tether cluster nats-config`, docs/cluster.md)',
-    );
-  }
-  return { natsUrl: url, natsCreds };
-}
-
-const busUrls = (url: string) => url.split(',').map((u) => new URL(u.trim()));
-const busHasPassword = (url: string) => busUrls(url).every((u) => u.username !== '');
-/** Every server of the bus is on this machine's loopback. */
-export const busOnLoopback = (url: string): boolean => busUrls(url).every((u) => /^(127(\.\d{1,3}){3}|\[::1\]|localhost)$/i.test(u.hostname));

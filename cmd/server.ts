@@ -10,18 +10,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { createApi, type Api } from '../api/app';
-import { simulatedRuntime } from '../api/services/simulated-runtime';
-import { dockerRuntime } from '../api/services/docker/runtime';
-import { perEnvironment, type RuntimeFactory } from '../api/services/runtime';
 import { bootstrapAdmin } from '../api/identity/bootstrap';
 import { openStore, type Store } from '../api/store/index';
 import { createRelay } from '../relay/index';
 import { createBus, redactedUrl } from '../cluster/bus';
 import { createControl, type Control } from '../cluster/control';
-import type { AgentAuthenticator } from '../relay/credentials';
-import { agentKey, proofMatches, streamProof } from '../shared/auth/agent-proofs';
 import { CONTROL_NAME, nodeIdOf } from '../shared/protocol/cluster';
-import type { StreamGrant } from '../shared/protocol/session-stream';
 import { randomBase32 } from '../shared/ids';
 import { createLogger, type Logger } from '../shared/log';
 import { createMetrics, type Metrics } from '../shared/metrics';
@@ -29,6 +23,9 @@ import { guardProcess } from './process-guard';
 import { createTicketer } from '../shared/auth/tickets';
 import type { ServerConfig } from './server-config';
 import { holdRequests, listen } from './server-listen';
+import { runtimeOf } from './deploy-runtimes';
+import { agentAuthenticator, openSessionOf } from './store-checks';
+import type { StreamGrant } from '../shared/protocol/session-stream';
 
 export interface ServerOptions {
   /** Wall clock in ms; tests shift it to simulate downtime. */
@@ -153,48 +150,6 @@ function apiForRelay(api: () => Api) {
       seen: (lastSeen: Map<string, number>) => api().presence.seen(lastSeen),
     },
   };
-}
-
-/**
- * The deployment runtime of each environment (TETHER_DEPLOY_RUNTIME, _DEV/_STAGING/_PROD): one
- * simulated and one docker runtime at most, each serving the environments given to it.
- */
-function runtimeOf(config: Readonly<ServerConfig>): RuntimeFactory {
-  const envs = Object.keys(config.runtimes) as Array<keyof ServerConfig['runtimes']>;
-  const simulated = simulatedRuntime(config.sim_replica_ms);
-  const onDocker = envs.filter((env) => config.runtimes[env] === 'docker');
-  const docker =
-    onDocker.length === 0
-      ? undefined
-      : dockerRuntime({
-          dockerHost: config.docker_host,
-          runDir: join(config.data_dir, 'ingress'),
-          secretsDir: config.secrets_dir,
-          deadlineSeconds: config.rollout_deadline_seconds,
-          ingressListen: config.ingress,
-          environments: onDocker,
-        });
-  return perEnvironment({
-    dev: config.runtimes.dev === 'docker' ? docker! : simulated,
-    staging: config.runtimes.staging === 'docker' ? docker! : simulated,
-    prod: config.runtimes.prod === 'docker' ? docker! : simulated,
-  });
-}
-
-/** An agent's token, or its proof for a data stream, checked against the device's stored token hash. */
-function agentAuthenticator(store: Store): AgentAuthenticator {
-  return (deviceId, credential) => {
-    const key = store.devices.tokenHash(deviceId);
-    if (key === undefined) return false;
-    return 'token' in credential ? proofMatches(key, agentKey(credential.token)) : proofMatches(streamProof(key, credential.streamId), credential.proof);
-  };
-}
-
-/** An open session's grant (what a stream of it may do), from the database. */
-function openSessionOf(store: Store, now: () => number, sessionId: string): StreamGrant | undefined {
-  const s = store.sessions.get(sessionId);
-  if (!s || s.status !== 'open' || Date.parse(s.expires_at) <= now()) return undefined;
-  return { sessionId, deviceId: s.device_id, protocol: s.protocol, expiresAt: s.expires_at, ...(s.targets && { targets: s.targets }) };
 }
 
 /** The control node of a cluster: answers the edges from the API. */

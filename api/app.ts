@@ -18,10 +18,14 @@ import { createStreamAccess } from './sessions/stream-access';
 import { createServices } from './services/services';
 import type { RuntimeFactory } from './services/runtime';
 import type { Store } from './store/index';
+import { ABANDONED_CLAIM_MS } from './store/idempotency';
 import { createRecorder, type RecorderSettings } from './recordings/recorder';
-import { createEventHub } from './events/hub';
+import { createEventHub, type TetherEvent } from './events/hub';
 import type { SessionRow } from './store/sessions';
-import type { PresenceChange } from './store/devices';
+import { createPresence } from './devices/presence';
+import { createHousekeeping, type ThisNode } from './housekeeping';
+import { soleLeader, type Leadership } from './store/leadership';
+import { serverEvent } from '../shared/api/events';
 import { mountRoutes } from './routes';
 
 export interface ApiDeps {
@@ -41,6 +45,21 @@ export interface ApiDeps {
   consoleDir?: string | undefined;
   /** A session with no client connected this long (s) closes `idle` (TETHER_SESSION_IDLE_SECONDS; default 300). */
   sessionIdleSeconds?: number | undefined;
+  /** This node: its run id and the URL clients reach it at (a device's presence names the node that holds its agent). */
+  node: ThisNode;
+  /** What this peer tells the others (docs/peers.md); none: one process, which owns every session. */
+  peers?: PeerPublisher | undefined;
+  /** Who does the housekeeping; none: this process (SQLite). */
+  leadership?: Leadership | undefined;
+  /** Whether the bus is connected, for `/readyz` (a peer's, or a cluster's control node); none: no bus. */
+  busUp?: (() => boolean) | undefined;
+}
+
+/** What a peer publishes to the others (cluster/peers.ts carries it). */
+export interface PeerPublisher {
+  event(e: TetherEvent): void;
+  identity(tokens: readonly string[], users: readonly string[]): void;
+  streams(attached: readonly string[], detached: readonly string[]): void;
 }
 
 export function createApi(deps: ApiDeps) {
@@ -50,11 +69,15 @@ export function createApi(deps: ApiDeps) {
   // A token cut off (revoked, or its user disabled or deleted) stops at once: its cache entry,
   // the sessions it opened (and their tickets), and the streams it admitted on other sessions.
   const accounts = createAccounts(store, now, {
-    userChanged: (username) => tokens.userChanged(username),
-    cutOff(tokenIds, reason) {
+    userChanged(username) {
+      tokens.userChanged(username);
+      deps.peers?.identity([], [username]);
+    },
+    async cutOff(tokenIds, reason) {
+      deps.peers?.identity(tokenIds, []);
       for (const tokenId of tokenIds) {
         tokens.revoked(tokenId);
-        sessions.closeAllOfToken(tokenId, reason);
+        await sessions.closeAllOfToken(tokenId, reason);
         relay.tokenRevoked(tokenId);
         http.tokenRevoked(tokenId);
       }
@@ -62,6 +85,7 @@ export function createApi(deps: ApiDeps) {
   });
   const recorder = createRecorder(store, deps.recordings, log.child({ component: 'recordings' }), now, metrics);
   const events = createEventHub();
+  if (deps.peers) events.forwardLocal((e) => deps.peers!.event(e));
   const sessionEvent = (event: 'session.opened' | 'session.closed', s: SessionRow) =>
     events.publish({
       event,
@@ -82,10 +106,11 @@ export function createApi(deps: ApiDeps) {
       relay.sessionOpened(session);
       sessionEvent('session.opened', session);
     },
-    sessionClosed(session) {
-      relay.sessionClosed(session);
+    async sessionClosed(session) {
+      const counted = relay.sessionClosed(session);
       recorder.sessionClosed(session.session_id);
       sessionEvent('session.closed', session);
+      await counted;
     },
   };
   const sessions = createSessions({
@@ -94,9 +119,18 @@ export function createApi(deps: ApiDeps) {
     log: log.child({ component: 'sessions' }),
     now,
     idleSeconds: deps.sessionIdleSeconds,
+    shared: deps.peers !== undefined,
+  });
+  const housekeeping = createHousekeeping({
+    store,
+    leadership: deps.leadership ?? soleLeader,
+    node: deps.node,
+    log: log.child({ component: 'housekeeping' }),
+    now,
+    agentsLost: (deviceIds, at) => deviceIds.forEach((device_id) => events.publish({ event: 'agent.offline', data: { device_id, at } })),
   });
   // The runtime reports to the deployment service, which exists once the runtime does.
-  const runtime = deps.runtime((report) => services.onReport(report), log.child({ component: 'runtime' }));
+  const runtime = deps.runtime((report) => void services.onReport(report), log.child({ component: 'runtime' }));
   const services = createServices({ store, runtime, log: log.child({ component: 'services' }), now });
   const requests = metrics.counter(
     'tether_http_requests_total',
@@ -125,47 +159,61 @@ export function createApi(deps: ApiDeps) {
      * and leaving session streams: a session nobody is connected to closes `idle`. Never throw.
      */
     streamClients: {
-      attached: (sessionId: string): void => sessions.streamAttached(sessionId),
-      detached: (sessionId: string): void => sessions.streamDetached(sessionId),
+      attached(sessionId: string): void {
+        sessions.streamAttached(sessionId);
+        deps.peers?.streams([sessionId], []);
+      },
+      detached(sessionId: string): void {
+        sessions.streamDetached(sessionId);
+        deps.peers?.streams([], [sessionId]);
+      },
     },
-    /** Where the relay reports agents coming and going: recorded, and published as events. */
-    presence: {
-      online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null) {
-        const iso = new Date(at).toISOString();
-        store.devices.markOnline(deviceId, agentVersion, iso, forwardAllow);
-        events.publish({ event: 'agent.online', data: { device_id: deviceId, at: iso } });
+    /** What the other peers tell this one (cluster/peers.ts). */
+    fromPeers: {
+      /** An API event of another peer, for the event streams here (checked: a peer's word is input too). */
+      event(e: unknown): void {
+        const parsed = serverEvent.safeParse(e);
+        if (parsed.success) events.deliver(parsed.data);
       },
-      offline(deviceId: string, at: number) {
-        const iso = new Date(at).toISOString();
-        store.devices.markOffline(deviceId, iso);
-        events.publish({ event: 'agent.offline', data: { device_id: deviceId, at: iso } });
+      identity(tokenIds: readonly string[], users: readonly string[]): void {
+        for (const tokenId of tokenIds) tokens.revoked(tokenId);
+        for (const username of users) tokens.userChanged(username);
       },
-      /** Many changes at once, in one transaction (a cluster's control node batches them). */
-      apply(changes: readonly PresenceChange[]) {
-        store.devices.applyPresence(changes);
-        for (const c of changes) events.publish({ event: c.kind === 'online' ? 'agent.online' : 'agent.offline', data: { device_id: c.deviceId, at: c.at } });
+      streams(attached: readonly string[], detached: readonly string[]): void {
+        for (const id of attached) sessions.streamAttached(id);
+        for (const id of detached) sessions.streamDetached(id);
       },
-      /** The devices recorded online. */
-      onlineIds: () => store.devices.onlineIds(),
-      seen: (lastSeen: Map<string, number>) => store.devices.markSeen(new Map([...lastSeen].map(([id, at]) => [id, new Date(at).toISOString()]))),
+      /** Another peer opened a session: this one's timers look at it too (whichever peer looks first closes it). */
+      sessionOpened: (sessionId: string, expiresAt: string): void => sessions.openedElsewhere(sessionId, Date.parse(expiresAt)),
+      sessionClosed: (sessionId: string): void => sessions.closedElsewhere(sessionId),
     },
+    /** Where the relay reports agents coming and going: recorded (with this node and a generation), and published as events. */
+    presence: createPresence(store, deps.node, events),
     /** Records shell sessions' streams (the relay reports them). */
     recordings: recorder.port,
     /** Adds tunnel byte counts to session records (the relay reports them). */
     recordBytes: (counts: Map<string, { toDevice: number; fromDevice: number }>) => store.sessions.addBytes(counts),
-    /** Reconciles sessions left open by a previous run and arms the expiry timer. */
-    start() {
-      const abandoned = store.idempotency.abandonUnfinished();
+    /** Reconciles sessions left open by a previous run, arms the expiry timer and starts the housekeeping. */
+    async start() {
+      // Claims left by requests a previous run never finished: on SQLite every one of them (this
+      // process is the only one); on PostgreSQL only those too old to belong to a peer's request in flight.
+      const abandoned = await store.idempotency.abandonUnfinished(store.dialect === 'sqlite' ? now() : now() - ABANDONED_CLAIM_MS);
       if (abandoned > 0) log.info('forgot idempotency keys of requests the last run did not finish', { count: abandoned });
-      const reconciled = sessions.reconcile();
+      const reconciled = await sessions.reconcile();
       if (reconciled.expired + reconciled.closed > 0) log.info('reconciled sessions left open', reconciled);
-      sessions.start();
-      services.resume();
+      await sessions.start();
+      housekeeping.start();
+      await services.resume();
       void recorder.start().catch((err: Error) => log.error('recordings could not start', { err: err.message }));
     },
-    /** Closes every open session with `server_shutdown` and stops the runtime. */
-    shutdown() {
+    /**
+     * Stops the runtime and the housekeeping, and closes every open session with `server_shutdown`
+     * (one process); a peer leaves them to the others (their agents reconnect to another peer).
+     */
+    async shutdown() {
       runtime.close();
+      await services.idle(); // the reports already queued are written before the database closes
+      await housekeeping.stop();
       return sessions.shutdown();
     },
     /** Waits for the recordings to be written, before the database closes. */

@@ -9,7 +9,7 @@ import type { SessionRow } from './store/sessions';
 /** The relay's events, told with the API's session records (each one is what the relay needs of a session). */
 export interface Relay extends RelayEvents {
   sessionOpened(session: SessionRow): void;
-  sessionClosed(session: SessionRow): void;
+  sessionClosed(session: SessionRow): void | Promise<void>;
 }
 
 /** A relay that does nothing, for an API run without a relay. */

@@ -20,7 +20,7 @@ import { fleetRoutes } from './fleet/routes';
 import { authenticate } from './http/auth';
 import { healthRoutes } from './http/health';
 import { createIdempotency } from './http/idempotency';
-import { createSlidingWindowLimiter } from './http/rate-limit';
+import { createRateLimiter, RATE_LIMIT_WINDOW_MS } from './http/rate-limit';
 import type { Accounts } from './identity/accounts';
 import type { Identity } from './identity/identity';
 import { identityRoutes, LOGIN_FAILURES_PER_MINUTE, publicIdentityRoutes } from './identity/routes';
@@ -43,6 +43,8 @@ export interface RouteDeps {
   wsBase: () => string;
   now: () => number;
   consoleDir?: string | undefined;
+  /** Whether the bus is connected (a peer's), for `/readyz`. */
+  busUp?: (() => boolean) | undefined;
   tokens: TokenResolver;
   identity: Identity;
   accounts: Accounts;
@@ -55,12 +57,12 @@ export interface RouteDeps {
 /** Mounts every route on `app`; answers what the rest of the API needs of them. */
 export function mountRoutes(app: Koa, deps: RouteDeps) {
   const { store, now, identity, sessions } = deps;
-  const minute = 60_000;
-  const limiter = (perMinute: number) => createSlidingWindowLimiter(perMinute, minute, now);
-  const loginFailures = limiter(LOGIN_FAILURES_PER_MINUTE);
+  // Per-user limits: counted in the database on PostgreSQL, so that they hold across peers.
+  const limiter = (group: string, perMinute: number) => createRateLimiter(store, group, perMinute, RATE_LIMIT_WINDOW_MS, now);
+  const loginFailures = limiter('login-failures', LOGIN_FAILURES_PER_MINUTE);
   const eventsHttp = eventRoutes({ hub: deps.events, tokens: deps.tokens, now, log: deps.log.child({ component: 'events' }) });
   const publicRoutes: Router[] = [
-    healthRoutes(store, deps.metrics),
+    healthRoutes(store, deps.metrics, deps.busUp),
     publicIdentityRoutes(identity, loginFailures),
     eventsHttp.open,
     consoleRoutes(deps.consoleDir, deps.wsBase),
@@ -72,14 +74,14 @@ export function mountRoutes(app: Koa, deps: RouteDeps) {
   const idempotent = createIdempotency(store, now);
   const routes: Router[] = [
     identityRoutes(identity, deps.accounts, loginFailures, idempotent),
-    deviceRoutes({ store, identity, sessions, relay: deps.relay, listLimiter: limiter(DEVICE_LIST_PER_MINUTE), idempotent }),
+    deviceRoutes({ store, identity, sessions, relay: deps.relay, listLimiter: limiter('device-list', DEVICE_LIST_PER_MINUTE), idempotent }),
     sessionRoutes({
       store,
       sessions,
       ticketer: deps.ticketer,
       wsBase: deps.wsBase,
-      openLimiter: limiter(SESSION_OPEN_PER_MINUTE),
-      auditLimiter: limiter(AUDIT_LIST_PER_MINUTE),
+      openLimiter: limiter('session-open', SESSION_OPEN_PER_MINUTE),
+      auditLimiter: limiter('audit-list', AUDIT_LIST_PER_MINUTE),
       idempotent,
       recordingOf: recordingViewer(store, deps.recorder),
     }),

@@ -26,10 +26,11 @@ export function broadcastingRelay(deps: BroadcastingRelayDeps): Required<Relay> 
       localRelay()?.sessionOpened(s);
       broadcast({ type: 'session.opened', session_id: s.session_id, device_id: s.device_id, protocol: s.protocol, expires_at: s.expires_at });
     },
-    sessionClosed(s) {
-      localRelay()?.sessionClosed(s);
+    async sessionClosed(s) {
+      const counted = localRelay()?.sessionClosed(s);
       broadcast({ type: 'session.closed', session_id: s.session_id, device_id: s.device_id, reason: closeReasonOf(s) });
       deps.sessionClosed(s.session_id);
+      await counted;
     },
     deviceDeleted(deviceId) {
       localRelay()?.deviceDeleted(deviceId);
@@ -53,7 +54,9 @@ export function applyBroadcast(localRelay: LocalRelay, msg: BroadcastMessage): v
     case 'session.opened':
       return localRelay.sessionOpened(msg);
     case 'session.closed':
-      return localRelay.sessionClosed({ session_id: msg.session_id, device_id: msg.device_id, close_reason: msg.reason });
+      // The counts of the streams it ends reach the control node over the bus, not from here.
+      void localRelay.sessionClosed({ session_id: msg.session_id, device_id: msg.device_id, close_reason: msg.reason });
+      return;
     case 'token.revoked':
       return localRelay.tokenRevoked(msg.token_id);
     case 'device.deleted':

@@ -55,12 +55,14 @@ export function createBus(options: BusOptions) {
     if (conn) subscribe(conn, h);
   }
 
-  /** Runs a handler; what it throws is logged (a request is then answered with nothing: the requester times out). */
-  function guarded(msg: Msg, run: () => void): void {
+  /** Runs a handler; what it throws or rejects with is logged (a request is then answered with nothing: the requester times out). */
+  function guarded(msg: Msg, run: () => void | Promise<void>): void {
+    const failed = (err: unknown) => log.error('a cluster message could not be handled', { subject: msg.subject, err: (err as Error).message });
     try {
-      run();
+      const done = run();
+      if (done) done.catch(failed);
     } catch (err) {
-      log.error('a cluster message could not be handled', { subject: msg.subject, err: (err as Error).message });
+      failed(err);
     }
   }
 
@@ -74,7 +76,7 @@ export function createBus(options: BusOptions) {
      * Handles a subject's messages (requests or publications) with `onBody`; with `queue`, one
      * node of the queue group gets each. Malformed messages are logged and dropped.
      */
-    on<T>(subject: string, schema: z.ZodMiniType<T>, onBody: (msg: Incoming<T>) => void, queue?: string): void {
+    on<T>(subject: string, schema: z.ZodMiniType<T>, onBody: (msg: Incoming<T>) => void | Promise<void>, queue?: string): void {
       handle({
         subject,
         queue,
@@ -89,7 +91,7 @@ export function createBus(options: BusOptions) {
     },
 
     /** Handles `verb` from every node (the control node): `node` in what `onBody` gets is the sender. */
-    onNode<T>(verb: ControlVerb, schema: z.ZodMiniType<T>, onBody: (msg: Incoming<T>) => void): void {
+    onNode<T>(verb: ControlVerb, schema: z.ZodMiniType<T>, onBody: (msg: Incoming<T>) => void | Promise<void>): void {
       this.on(controlWildcard(verb), schema, onBody);
     },
 

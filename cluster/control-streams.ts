@@ -33,11 +33,11 @@ const STREAM_OPEN_WINDOW_MS = 60_000;
 
 export interface StreamsApi {
   /** The SHA-256 of a device's agent token, the key of its proofs; undefined: no such device. */
-  agentKey(deviceId: string): string | undefined;
-  authorizeStream(sessionId: string, credentials: { ticketDigest?: string; bearerDigest?: string }): StreamAccess;
+  agentKey(deviceId: string): Promise<string | undefined>;
+  authorizeStream(sessionId: string, credentials: { ticketDigest?: string; bearerDigest?: string }): Promise<StreamAccess>;
   /** The grant of an open session as the database says it (undefined when it is not open). */
-  openSession(sessionId: string): StreamGrant | undefined;
-  recordBytes(counts: Map<string, { toDevice: number; fromDevice: number }>): void;
+  openSession(sessionId: string): Promise<StreamGrant | undefined>;
+  recordBytes(counts: Map<string, { toDevice: number; fromDevice: number }>): Promise<void>;
   /** Clients joined or left a session's stream (a session with none goes idle). */
   streamClients?: { attached(sessionId: string): void; detached(sessionId: string): void } | undefined;
 }
@@ -56,17 +56,20 @@ export interface ControlStreamsDeps {
 export function createControlStreams(deps: ControlStreamsDeps) {
   const { bus, log, api, presence } = deps;
   const mono = () => performance.now();
-  /** Session → node name → when its stream was last granted to that node (kept while the session is open). */
-  const granted = new Map<string, Map<string, number>>();
+  /**
+   * Session → what its stream may do, and node name → when its stream was last granted to that
+   * node (kept while the session is open).
+   */
+  const granted = new Map<string, { grant: StreamGrant; nodes: Map<string, number> }>();
 
   function grantedTo(name: string, sessionId: string, within = Infinity): boolean {
-    const at = granted.get(sessionId)?.get(name);
+    const at = granted.get(sessionId)?.nodes.get(name);
     return at !== undefined && mono() - at <= within;
   }
 
   /** Signs `msg` for the device's agent, to dial `url`. */
-  function signed(deviceId: string, msg: StreamOpen, url: string): StreamOpen | undefined {
-    const key = api.agentKey(deviceId);
+  async function signed(deviceId: string, msg: StreamOpen, url: string): Promise<StreamOpen | undefined> {
+    const key = await api.agentKey(deviceId);
     if (key === undefined) return undefined;
     const out = { ...msg, url };
     return { ...out, sig: streamOpenSignature(key, { device_id: deviceId, ...out }) };
@@ -82,32 +85,32 @@ export function createControlStreams(deps: ControlStreamsDeps) {
   }
 
   function listen(): void {
-    bus.onNode(CONTROL_VERBS.agentAuth, agentAuthRequest, ({ node: name, body, reply }) => {
-      const key = api.agentKey(body.device_id);
+    bus.onNode(CONTROL_VERBS.agentAuth, agentAuthRequest, async ({ node: name, body, reply }) => {
+      const key = await api.agentKey(body.device_id);
       const expected =
         key === undefined ? undefined : body.stream_id !== undefined ? streamProof(key, body.stream_id) : nodeAgentProof(key, name, body.device_id);
       reply({ ok: expected !== undefined && proofMatches(expected, body.proof) });
     });
-    bus.onNode(CONTROL_VERBS.streamAuth, streamAuthRequest, ({ node: name, body, reply }) => {
-      const access = api.authorizeStream(body.session_id, {
+    bus.onNode(CONTROL_VERBS.streamAuth, streamAuthRequest, async ({ node: name, body, reply }) => {
+      const access = await api.authorizeStream(body.session_id, {
         ...(body.ticket_digest !== undefined && { ticketDigest: body.ticket_digest }),
         ...(body.bearer_digest !== undefined && { bearerDigest: body.bearer_digest }),
       });
       if (access.ok) {
-        let nodes = granted.get(body.session_id);
-        if (!nodes) granted.set(body.session_id, (nodes = new Map()));
-        nodes.set(name, mono());
+        let entry = granted.get(body.session_id);
+        if (!entry) granted.set(body.session_id, (entry = { grant: access.grant, nodes: new Map() }));
+        entry.nodes.set(name, mono());
       }
       reply(access);
     });
-    bus.onNode(CONTROL_VERBS.streamOpen, streamOpenRequest, ({ node: name, body, reply }) => {
-      const session = grantedTo(name, body.session_id, STREAM_OPEN_WINDOW_MS) ? api.openSession(body.session_id) : undefined;
+    bus.onNode(CONTROL_VERBS.streamOpen, streamOpenRequest, async ({ node: name, body, reply }) => {
+      const session = grantedTo(name, body.session_id, STREAM_OPEN_WINDOW_MS) ? await api.openSession(body.session_id) : undefined;
       const url = presence.urlOf(name);
       if (!session || url === undefined) {
         log.warn('refused stream.open for a stream this node was not granted', { node: name, session_id: body.session_id });
         return reply({ sent: false });
       }
-      const msg = signed(
+      const msg = await signed(
         session.deviceId,
         {
           type: 'stream.open',
@@ -120,14 +123,11 @@ export function createControlStreams(deps: ControlStreamsDeps) {
         url,
       );
       if (!msg) return reply({ sent: false });
-      route(session.deviceId, msg).then(
-        (sent) => reply({ sent }),
-        () => reply({ sent: false }),
-      );
+      reply({ sent: await route(session.deviceId, msg).catch(() => false) });
     });
-    bus.onNode(CONTROL_VERBS.bytes, bytesRequest, ({ node: name, body, reply }) => {
+    bus.onNode(CONTROL_VERBS.bytes, bytesRequest, async ({ node: name, body, reply }) => {
       const counts = body.counts.filter(([sessionId]) => grantedTo(name, sessionId));
-      api.recordBytes(new Map(counts.map(([id, toDevice, fromDevice]) => [id, { toDevice, fromDevice }])));
+      await api.recordBytes(new Map(counts.map(([id, toDevice, fromDevice]) => [id, { toDevice, fromDevice }])));
       reply({ ok: true });
     });
     bus.onNode(CONTROL_VERBS.streamRefused, streamRefusedMessage, ({ node: name, body }) => {
@@ -146,14 +146,17 @@ export function createControlStreams(deps: ControlStreamsDeps) {
     listen,
     /** For the local relay: a device held elsewhere gets `stream.open`, signed, to dial this node. */
     async routeLocal(deviceId: string, msg: StreamOpen): Promise<boolean> {
-      const out = signed(deviceId, msg, deps.publicUrl);
+      const out = await signed(deviceId, msg, deps.publicUrl);
       return out ? route(deviceId, out) : false;
     },
-    /** The grant of a shell session whose stream was granted to node `name` (what it may record). */
+    /**
+     * The grant of a shell session whose stream was granted to node `name` (what it may record),
+     * as it was when granted: the session is forgotten here when it closes.
+     */
     recordable(name: string, sessionId: string): StreamGrant | undefined {
-      if (!grantedTo(name, sessionId)) return undefined;
-      const session = api.openSession(sessionId);
-      return session?.protocol === 'shell' ? session : undefined;
+      const entry = granted.get(sessionId);
+      if (!entry || !grantedTo(name, sessionId)) return undefined;
+      return entry.grant.protocol === 'shell' ? entry.grant : undefined;
     },
     /** The session closed: no node may report on it any more. */
     sessionClosed(sessionId: string): void {
@@ -161,9 +164,9 @@ export function createControlStreams(deps: ControlStreamsDeps) {
     },
     /** A node's run ended: its grants go with it. */
     nodeGone(name: string): void {
-      for (const [sessionId, nodes] of granted) {
-        nodes.delete(name);
-        if (nodes.size === 0) granted.delete(sessionId);
+      for (const [sessionId, entry] of granted) {
+        entry.nodes.delete(name);
+        if (entry.nodes.size === 0) granted.delete(sessionId);
       }
     },
   };

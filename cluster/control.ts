@@ -24,6 +24,8 @@ export type { PresenceWrite } from './control-presence';
 /** What the control node needs from the API. */
 export interface ControlApi extends StreamsApi {
   presence: PresenceApi;
+  /** The SHA-256 of each device's agent token (`agentKey`), for many devices at once; devices that do not exist are left out. */
+  agentKeys(deviceIds: readonly string[]): Promise<ReadonlyMap<string, string>>;
   recordings: StreamRecorder;
 }
 
@@ -60,7 +62,7 @@ export function createControl(deps: ControlDeps) {
     metrics: deps.metrics,
     now: deps.now,
     api: api.presence,
-    agentKey: (deviceId) => api.agentKey(deviceId),
+    agentKeys: (deviceIds) => api.agentKeys(deviceIds),
     onNodeGone(name) {
       recordings?.nodeGone(name);
       streams.nodeGone(name);
@@ -126,7 +128,7 @@ export function createControl(deps: ControlDeps) {
 
     async close(): Promise<void> {
       for (const t of timers) clearInterval(t);
-      presence.flush();
+      await presence.flush();
       recordings?.close();
       await bus.close();
     },

@@ -11,11 +11,14 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { createAccount, createOperator, createUser, encodeAccount, encodeOperator, encodeUser, fmtCreds, fromSeed, type KeyPair } from '@nats-io/jwt';
 import { CONTROL_NAME, natsPermissions, NODE_NAME } from '../shared/protocol/cluster';
+import { PEER_PREFIX } from '../shared/protocol/peers';
 
 export interface NatsConfigOptions {
   out: string;
   /** Edge names: each gets `edge-NAME.creds`. */
   edges: readonly string[];
+  /** Peer names (`tether server` on PostgreSQL, docs/peers.md): each gets `peer-NAME.creds`. */
+  peers?: readonly string[] | undefined;
   /** Where the NATS server listens (default 127.0.0.1:4222). */
   listen: string;
 }
@@ -47,9 +50,11 @@ function keyIn(dir: string, file: string, create: () => KeyPair): KeyPair {
 
 /** The edge's node name: `edge-NAME`, unless NAME already starts with `edge-`. */
 export const edgeName = (name: string): string => (name.startsWith('edge-') ? name : `edge-${name}`);
+/** The peer's node name: `peer-NAME`, unless NAME already starts with `peer-`. */
+export const peerName = (name: string): string => (name.startsWith(PEER_PREFIX) ? name : `${PEER_PREFIX}${name}`);
 
 export async function writeNatsConfig(options: NatsConfigOptions): Promise<NatsConfigResult> {
-  const names = [CONTROL_NAME, ...options.edges.map(edgeName)];
+  const names = [CONTROL_NAME, ...options.edges.map(edgeName), ...(options.peers ?? []).map(peerName)];
   for (const name of names) {
     if (!NODE_NAME.test(name) || (name === CONTROL_NAME && names.indexOf(name) !== 0)) {
       throw new NatsConfigError(`${JSON.stringify(name)} is not a node name: lowercase letters, digits and -, at most 47 characters, not "control"`);

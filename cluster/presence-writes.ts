@@ -1,7 +1,8 @@
 /**
  * @module The control node's presence writes (docs/cluster.md, presence): what the changes of a
  * device's connections amount to (online through its latest one, or offline), batched and written
- * to the database through the API, the latest state of each device only.
+ * to the database through the API, the latest state of each device only. Batches are written one
+ * at a time, in order, so a device's later state is never overwritten by an earlier one.
  */
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
@@ -13,9 +14,9 @@ export type PresenceWrite =
   | { kind: 'offline'; deviceId: string; at: string };
 
 export interface PresenceApi {
-  apply(changes: readonly PresenceWrite[]): void;
-  onlineIds(): string[];
-  seen(lastSeen: Map<string, number>): void;
+  apply(changes: readonly PresenceWrite[]): Promise<void>;
+  onlineIds(): Promise<string[]>;
+  seen(lastSeen: Map<string, number>): Promise<void>;
 }
 
 /** What a node said about an agent, written to its device when its connection is the current one. */
@@ -35,23 +36,33 @@ export function createPresenceWrites(api: PresenceApi, log: Logger, metrics: Met
   const onlineWrites = presenceWrites.series({ kind: 'online' });
   const offlineWrites = presenceWrites.series({ kind: 'offline' });
 
-  function flush(): void {
-    clearTimeout(writeTimer);
-    writeTimer = undefined;
-    if (writes.size === 0) return;
-    const batch = [...writes.values()];
-    writes = new Map();
+  /** The batches being written: each starts once the one before it is done. */
+  let writing: Promise<void> = Promise.resolve();
+
+  async function apply(batch: PresenceWrite[]): Promise<void> {
     try {
-      api.apply(batch);
+      await api.apply(batch);
       for (const w of batch) (w.kind === 'online' ? onlineWrites : offlineWrites).inc();
     } catch (err) {
       log.error('could not write agent presence', { err: (err as Error).message, changes: batch.length });
     }
   }
 
+  /** Writes what waits, after the batches before it; resolves once they are all done (never rejects: failures are logged). */
+  function flush(): Promise<void> {
+    clearTimeout(writeTimer);
+    writeTimer = undefined;
+    if (writes.size > 0) {
+      const batch = [...writes.values()];
+      writes = new Map();
+      writing = writing.then(() => apply(batch));
+    }
+    return writing;
+  }
+
   function write(change: PresenceWrite): void {
     writes.set(change.deviceId, change); // the latest state of a device is what counts
-    writeTimer ??= setTimeout(flush, PRESENCE_FLUSH_MS);
+    writeTimer ??= setTimeout(() => void flush(), PRESENCE_FLUSH_MS);
   }
 
   return {
@@ -70,3 +81,4 @@ export function createPresenceWrites(api: PresenceApi, log: Logger, metrics: Met
     flush,
   };
 }
+export type PresenceWrites = ReturnType<typeof createPresenceWrites>;

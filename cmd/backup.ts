@@ -1,7 +1,8 @@
 /**
  * @module `tether backup` and `tether restore` (docs/cli.md): a copy of the server's database
  * made while it runs, and putting one back while it does not. A restore keeps the database it
- * replaces beside it, so nothing is lost by restoring the wrong file.
+ * replaces beside it, so nothing is lost by restoring the wrong file. Both work on the SQLite
+ * store; a server on PostgreSQL (TETHER_DATABASE_URL) is backed up with pg_dump and pg_restore.
  */
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -27,6 +28,19 @@ async function asCommand<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Fails when the server's store is PostgreSQL: its copies are PostgreSQL's own. Like the data
+ * dir (`host-commands.ts`), the setting is read from the environment the server is given.
+ */
+export function requireSqliteStore(command: 'backup' | 'restore', env: NodeJS.ProcessEnv = process.env): void {
+  if (!env.TETHER_DATABASE_URL) return;
+  const instead = command === 'backup' ? 'back it up with pg_dump' : 'restore it with pg_restore';
+  throw new CliError(
+    `tether ${command} works on the SQLite store only, and TETHER_DATABASE_URL puts the server's data in PostgreSQL: ${instead}`,
+    'postgres_store',
+  );
+}
+
 /** The database file of `dataDir`; a command that needs one fails when there is none. */
 export function existingDatabase(dataDir: string): string {
   const file = join(dataDir, DB_FILE);
@@ -34,9 +48,10 @@ export function existingDatabase(dataDir: string): string {
   return file;
 }
 
-/** Copies `<dataDir>/tether.db` to `file` (mode 0600); an existing file only with `force`. */
-export function backup(dataDir: string, file: string, force: boolean, print: Print): Promise<void> {
+/** Copies `<dataDir>/tether.db` to `file` (mode 0600); an existing file only with `force`. Refused on PostgreSQL. */
+export function backup(dataDir: string, file: string, force: boolean, print: Print, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   return asCommand(async () => {
+    requireSqliteStore('backup', env);
     const source = existingDatabase(dataDir);
     const target = resolve(file);
     if (!force && existsSync(target)) throw new CliError(`${target} already exists (--force overwrites it)`, 'exists');
@@ -54,10 +69,11 @@ const stamp = (ms: number) =>
 /**
  * Makes the backup `file` the database of `dataDir`. Refused while anything has the current
  * database open (a running server): it holds an exclusive lock on it from the check until the
- * new file is in place, and keeps it as `tether.db.before-restore-<time>`.
+ * new file is in place, and keeps it as `tether.db.before-restore-<time>`. Refused on PostgreSQL.
  */
-export function restore(file: string, dataDir: string, print: Print, now: () => number = Date.now): Promise<void> {
+export function restore(file: string, dataDir: string, print: Print, now: () => number = Date.now, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   return asCommand(async () => {
+    requireSqliteStore('restore', env);
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const current = join(dataDir, DB_FILE);
     // Checked and staged first, so a bad backup changes nothing.

@@ -95,8 +95,11 @@ export async function startEdgeNode(config: Readonly<EdgeConfig>, options: EdgeN
       return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', nats: ready ? 'connected' : 'disconnected' });
     }
     if (req.method === 'GET' && path === '/metrics') {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-      return res.end(metrics.render());
+      void metrics.render().then((text) => {
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+        res.end(text);
+      });
+      return;
     }
     json(res, 404, {
       error: 'not_found',

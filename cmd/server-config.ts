@@ -66,6 +66,11 @@ const common = {
 const fileSchema = z.strictObject({
   ...common,
   data_dir: z.string().min(1).default(DEFAULT_DATA_DIR),
+  /** PostgreSQL, shared by peers (CONTRACT 10.1); unset: SQLite in the data dir. */
+  database_url: z
+    .string()
+    .refine((text) => /^postgres(ql)?:\/\/[^/\s]+\/[^/\s?]+(\?\S*)?$/.test(text) && URL.canParse(text), 'must be postgres://USER[:PASSWORD]@HOST:PORT/DATABASE')
+    .optional(),
   bootstrap_token: z
     .string()
     .regex(/^[A-Za-z0-9\-._~+/]{16,256}$/, 'must be 16-256 characters of [A-Za-z0-9-._~+/]')
@@ -252,6 +257,7 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
   return Object.freeze({
     ...hostPort(s.listen, 'server'),
     data_dir: resolve(s.data_dir),
+    database_url: s.database_url,
     publicUrl: s.public_url?.replace(/\/+$/, ''),
     bootstrap_token: s.bootstrap_token,
     deploy_runtime: s.deploy_runtime,

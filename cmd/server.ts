@@ -25,6 +25,8 @@ import type { ServerConfig } from './server-config';
 import { holdRequests, listen } from './server-listen';
 import { runtimeOf } from './deploy-runtimes';
 import { agentAuthenticator, openSessionOf } from './store-checks';
+import { createPeer, isPeer } from './peer-node';
+import { electLeader } from '../api/store/leadership';
 import type { StreamGrant } from '../shared/protocol/session-stream';
 
 export interface ServerOptions {
@@ -82,15 +84,20 @@ interface WireDeps {
  * tells the relay (shared/relay/events.ts: the relay, or in a cluster the control node, which tells
  * every node), and the relay reports to the API through `apiForRelay`.
  */
-function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
+function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps, ticketKey: Buffer) {
   const { now, log, metrics } = deps;
   let api: Api | undefined;
   // The relay and the control node exist before the API that they report to, and call it only
   // once agents and clients connect (the server listens after wiring).
   const apiSide = apiForRelay(() => api!);
-  // A cluster's control node (TETHER_NATS_URL): the relay reaches every node, presence goes
-  // through the table of which node holds which agent.
-  const control = config.natsUrl === undefined ? undefined : controlNode(store, config, deps, apiSide);
+  // On PostgreSQL with a bus, a peer among peers (docs/peers.md); with the control node's
+  // credentials (or on SQLite with a bus), a cluster's control node: the relay reaches every node,
+  // presence goes through the table of which node holds which agent (docs/cluster.md).
+  const peer = isPeer(config.natsUrl, config.natsCreds, config.database_url)
+    ? createPeer({ natsUrl: config.natsUrl!, natsCreds: config.natsCreds }, log, metrics)
+    : undefined;
+  const control = config.natsUrl === undefined || peer ? undefined : controlNode(store, config, deps, apiSide);
+  const run = peer?.run ?? nodeIdOf(control ? CONTROL_NAME : 'server', randomBase32(8));
   const relayServer = createRelay({
     log: log.child({ component: 'relay' }),
     metrics,
@@ -110,10 +117,14 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
   });
   api = createApi({
     store,
-    relay: control?.relay ?? relayServer,
+    relay: peer?.relay ?? control?.relay ?? relayServer,
+    node: { run, url: deps.publicUrl() },
+    peers: peer?.publisher,
+    busUp: peer?.up,
+    leadership: config.database_url === undefined ? undefined : electLeader(config.database_url, log.child({ component: 'housekeeping' })),
     log,
     metrics,
-    ticketer: createTicketer(store.secret('stream-ticket')),
+    ticketer: createTicketer(ticketKey),
     wsBase: () => deps.publicUrl().replace(/^http/, 'ws'),
     now,
     runtime: runtimeOf(config),
@@ -129,7 +140,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps) {
       minFreeBytes: config.recordings_min_free_bytes,
     },
   });
-  return { api, relayServer, control };
+  return { api, relayServer, control, peer };
 }
 
 /** What the relay side (the relay; in a cluster, the control node for every node) reports to and asks of the API, which exists once `api()` is called. */
@@ -176,6 +187,7 @@ function controlNode(store: Store, config: Readonly<ServerConfig>, deps: WireDep
     api: {
       ...api,
       agentKey: (deviceId) => store.devices.tokenHash(deviceId),
+      agentKeys: (deviceIds) => store.devices.tokenHashes(deviceIds),
       openSession: (sessionId) => openSessionOf(store, deps.now, sessionId),
     },
   });
@@ -199,37 +211,34 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
   let unguard = () => {};
   let tokenFile: string | undefined;
   try {
-    store = openStore(config.data_dir);
+    store = await openStore({ dataDir: config.data_dir, databaseUrl: config.database_url });
     // No agent is connected to a server that just started; a cluster's control node learns from
     // the edges which ones still are (the rest go offline after the heartbeat deadline).
-    if (config.natsUrl === undefined) store.devices.markAllOffline();
+    if (config.natsUrl === undefined) await store.devices.markAllOffline();
     const metrics = createMetrics();
     const escaped = metrics.counter('tether_uncaught_errors_total', 'Errors that escaped every handler (a bug: please report it).');
     if (options.guardProcess) unguard = guardProcess(log, (kind) => escaped.inc({ kind }));
-    const { api, relayServer, control } = (parts = wire(store, config, {
-      now,
-      log,
-      metrics,
-      publicUrl: () => config.publicUrl ?? url,
-      joinTimeoutMs: options.joinTimeoutMs,
-    }));
-    tokenFile = bootstrapAdmin(store, api.identity, config.data_dir, config.bootstrap_token, now);
+    const deps = { now, log, metrics, publicUrl: () => config.publicUrl ?? url, joinTimeoutMs: options.joinTimeoutMs };
+    const { api, relayServer, control, peer } = (parts = wire(store, config, deps, await store.secret('stream-ticket')));
+    tokenFile = await bootstrapAdmin(store, config.data_dir, config.bootstrap_token, now);
     if (tokenFile) print(`created user admin (administrator); its token is in ${tokenFile}`);
-    api.start();
+    await api.start();
     server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
       if (socket.writable) socket.end(api.parserRejection(err));
       else socket.destroy();
     });
     held.ready(api.callback(), (req, socket, head) => relayServer.handleUpgrade(req, socket, head));
     control?.start(relayServer);
+    peer?.start(relayServer, api);
   } catch (err) {
     held.fail();
     await closeHttp(server);
     await parts?.relayServer.close();
     await parts?.control?.close();
-    parts?.api.shutdown();
+    await parts?.peer?.close();
+    await parts?.api.shutdown().catch(() => 0);
     await parts?.api.drain();
-    store?.close();
+    await store?.close();
     unguard();
     throw err;
   }
@@ -240,7 +249,7 @@ export async function startServer(config: Readonly<ServerConfig>, options: Serve
     url,
     port,
     adminTokenFile: tokenFile,
-    stop: stopOnce(server, parts.api, parts.relayServer, parts.control, store, log, unguard),
+    stop: stopOnce(server, parts, store, log, unguard),
   };
 }
 
@@ -251,28 +260,25 @@ function closeHttp(server: Server): Promise<void> {
 }
 
 /** `stop()`: no new connections, sessions closed, agents told, then the database closed. */
-function stopOnce(
-  server: Server,
-  api: Api,
-  relayServer: ReturnType<typeof createRelay>,
-  control: Control | undefined,
-  store: Store,
-  log: Logger,
-  unguard: () => void,
-): () => Promise<void> {
+function stopOnce(server: Server, parts: ReturnType<typeof wire>, store: Store, log: Logger, unguard: () => void): () => Promise<void> {
+  const { api, relayServer, control, peer } = parts;
   let stopping: Promise<void> | undefined;
   return () =>
     (stopping ??= (async () => {
       log.info('server stopping');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const sessionsClosed = api.shutdown();
+      const sessionsClosed = await api.shutdown().catch((err: unknown) => {
+        log.error('could not close the open sessions', { err: (err as Error).message });
+        return 0;
+      });
       await relayServer.close();
       await control?.close(); // the last presence written, the bus closed
+      await peer?.close();
       server.closeAllConnections();
       await closed;
       await api.drain();
-      store.close();
+      await store.close();
       unguard();
       log.info('server stopped', { sessions_closed: sessionsClosed });
     })());

@@ -56,6 +56,7 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
   // run inside a remote shell finds it in its environment.
   TETHER_EXIT_NONCE: ['agent'],
   TETHER_TOKEN: ['client'],
+  TETHER_DATABASE_URL: ['server'],
   TETHER_NATS_URL: ['server', 'broker'],
   TETHER_NATS_CREDS: ['server', 'broker'],
   TETHER_RECORD_SHELL: ['server'],

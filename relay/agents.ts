@@ -13,6 +13,7 @@ import { parseTextFrame } from '../shared/protocol/text-frame';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { formatTarget, MAX_PATTERNS, parsePattern } from '../shared/protocol/port-forward/targets';
 import { createAgentHeartbeats } from './agent-heartbeats';
+import { createPresenceReports } from './presence-reports';
 import { AgentRegistry, type AgentEntry } from './registry';
 import { acceptWebSocket } from './accept';
 import { checkedAgent, type AgentAuthenticator } from './credentials';
@@ -23,15 +24,20 @@ const CONTROL_MAX_PAYLOAD = 64 * 1024;
 /** An agent that lets this much control traffic pile up unread is dropped. */
 const CONTROL_MAX_BUFFERED = 1024 * 1024;
 
+/**
+ * Where the relay reports its agents. A report may be written later (a promise): a device's
+ * reports are made one after another, each once the one before it is done, and a failed one is
+ * logged.
+ */
 export interface PresenceSink {
   /**
    * `forwardAllow`: the port-forward patterns the agent announced; null when it announced none.
    * `generation` names the connection (the registry's); its end reports the same one.
    */
-  online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null, generation: number): void;
-  offline(deviceId: string, at: number, generation: number): void;
+  online(deviceId: string, agentVersion: string | null, at: number, forwardAllow: readonly string[] | null, generation: number): void | Promise<void>;
+  offline(deviceId: string, at: number, generation: number): void | Promise<void>;
   /** Heartbeats since the last call, by device (for `last_seen_at`). */
-  seen(lastSeen: Map<string, number>): void;
+  seen(lastSeen: Map<string, number>): void | Promise<void>;
 }
 
 export interface AgentChannelDeps {
@@ -77,14 +83,15 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     handleProtocols: (offered) => (offered.has(AGENT_SUBPROTOCOL) ? AGENT_SUBPROTOCOL : false),
   });
   const mono = () => performance.now();
-  const heartbeats = createAgentHeartbeats({ registry, heartbeatMs, now, log, seen: (lastSeen) => presence.seen(lastSeen) });
+  const reports = createPresenceReports(log);
+  const heartbeats = createAgentHeartbeats({ registry, heartbeatMs, now, log, seen: (lastSeen) => reports.seen(() => presence.seen(lastSeen)) });
 
   function onConnection(ws: WebSocket, deviceId: string, agentVersion: string | null, forwardAllow: string[] | null): void {
     const since = now();
     const { entry, replaced } = registry.attach(deviceId, ws, agentVersion, mono(), { since, forwardAllow });
     const alog = log.child({ device_id: deviceId, generation: entry.generation });
     alog.info('agent connected', { agent_version: agentVersion, forward_allow: forwardAllow });
-    presence.online(deviceId, agentVersion, since, forwardAllow, entry.generation);
+    reports.of(deviceId, () => presence.online(deviceId, agentVersion, since, forwardAllow, entry.generation));
     if (replaced) {
       alog.info('agent connection replaced an older one', { replaced_generation: replaced.generation });
       replaced.socket.close(AGENT_CLOSE.replaced, 'replaced by a newer connection');
@@ -108,7 +115,8 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     ws.on('close', function onAgentClose(code) {
       heartbeats.forget(deviceId);
       if (registry.detach(entry)) {
-        presence.offline(deviceId, now(), entry.generation);
+        const at = now();
+        reports.of(deviceId, () => presence.offline(deviceId, at, entry.generation));
         alog.info('agent disconnected', { code });
       }
     });
@@ -182,7 +190,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
       for (const entry of [...registry.entries()]) entry.socket.close(code, reason);
     },
 
-    /** Closes every agent connection with 1001 and waits (at most `graceMs`) for them to go. */
+    /** Closes every agent connection with 1001 and waits (at most `graceMs`) for them to go, and for their reports to be written. */
     async close(graceMs = 2000): Promise<void> {
       heartbeats.stop();
       const sockets = [...wss.clients];
@@ -197,6 +205,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
       await closed;
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       heartbeats.flush();
+      await reports.settled();
     },
   };
 }

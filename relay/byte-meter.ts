@@ -14,24 +14,35 @@ export interface ByteCounts {
 
 export interface ByteMeterDeps {
   log: Logger;
-  /** Adds byte counts to session records. */
-  recordBytes(counts: Map<string, ByteCounts>): void;
+  /** Adds byte counts to session records (asynchronously, when the records are a database's). */
+  recordBytes(counts: Map<string, ByteCounts>): void | Promise<void>;
 }
 
 export function createByteMeter({ log, recordBytes }: ByteMeterDeps) {
   const unflushed = new Map<string, ByteCounts>();
+  /** Writes under way: `settled()` waits for them. */
+  const writing = new Set<Promise<void>>();
   const flusher = setInterval(flushAll, FLUSH_INTERVAL_MS);
   flusher.unref();
+
+  function write(batch: Map<string, ByteCounts>): void {
+    let done: Promise<void>;
+    try {
+      done = Promise.resolve(recordBytes(batch));
+    } catch (err) {
+      done = Promise.reject(err as Error);
+    }
+    const tracked: Promise<void> = done
+      .catch((err: unknown) => log.error('could not record stream byte counts', { err }))
+      .finally(() => writing.delete(tracked));
+    writing.add(tracked);
+  }
 
   function flushAll(): void {
     if (unflushed.size === 0) return;
     const batch = new Map(unflushed);
     unflushed.clear();
-    try {
-      recordBytes(batch);
-    } catch (err) {
-      log.error('could not record stream byte counts', { err });
-    }
+    write(batch);
   }
 
   return {
@@ -46,7 +57,12 @@ export function createByteMeter({ log, recordBytes }: ByteMeterDeps) {
       const c = unflushed.get(sessionId);
       if (!c) return;
       unflushed.delete(sessionId);
-      recordBytes(new Map([[sessionId, c]]));
+      write(new Map([[sessionId, c]]));
+    },
+
+    /** Resolves once every count handed over so far is written (or failed, and was logged). */
+    async settled(): Promise<void> {
+      while (writing.size > 0) await Promise.all(writing);
     },
 
     /** Writes every count and stops the timer. */

@@ -32,7 +32,7 @@ export interface RelayDeps {
   authenticateAgent: AgentAuthenticator;
   presence: PresenceSink;
   authorizeStream(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess | Promise<StreamAccess>;
-  recordBytes(counts: Map<string, ByteCounts>): void;
+  recordBytes(counts: Map<string, ByteCounts>): void | Promise<void>;
   /** How long a client waits for the device to join (10 s, docs/session-streams.md; tests shorten it). */
   joinTimeoutMs?: number;
   /** Records streams as they pass (shell sessions); none: nothing is recorded. */
@@ -89,11 +89,12 @@ export function createRelay(deps: RelayDeps) {
     sessionOpened(s: OpenedSession): void {
       agents.sendTo(s.device_id, { type: 'session.opened', session_id: s.session_id, protocol: s.protocol, expires_at: s.expires_at });
     },
-    /** Ends the session's stream (counts written at once) and tells the device to end its handler. */
-    sessionClosed(s: ClosedSession): void {
+    /** Ends the session's stream and tells the device to end its handler; resolves once its counts are written. */
+    sessionClosed(s: ClosedSession): Promise<void> {
       const reason = closeReasonOf(s);
       streams.endSession(s.session_id, reason);
       agents.sendTo(s.device_id, { type: 'session.close', session_id: s.session_id, reason: agentCloseReason(reason) });
+      return streams.countsWritten();
     },
     deviceDeleted(deviceId: string): void {
       agents.disconnect(deviceId, AGENT_CLOSE.deviceDeleted, 'device deleted');

@@ -29,7 +29,7 @@ export interface StreamDeps extends StreamRouting {
   authorize(sessionId: string, credentials: { ticket?: string; bearer?: string }): StreamAccess | Promise<StreamAccess>;
   authenticateAgent: AgentAuthenticator;
   /** Adds byte counts to session records; called at least every second and when a stream ends. */
-  recordBytes(counts: Map<string, ByteCounts>): void;
+  recordBytes(counts: Map<string, ByteCounts>): void | Promise<void>;
   joinTimeoutMs?: number;
   /** Wall clock (ms), to compare with token expiry times. */
   now?: () => number;
@@ -141,6 +141,9 @@ export function createStreams(deps: StreamDeps) {
       }
     },
 
+    /** Resolves once every byte count handed over so far is written. */
+    countsWritten: () => meter.settled(),
+
     /** Open streams (for metrics and tests). */
     get size(): number {
       return table.size;
@@ -150,6 +153,7 @@ export function createStreams(deps: StreamDeps) {
     async close(): Promise<void> {
       for (const stream of table.all()) table.end(stream, STREAM_CLOSE.serverShutdown, 'server shutting down');
       meter.close();
+      await meter.settled();
       const open = [...hops];
       await Promise.race([Promise.all(open.map((hop) => hop.done)), new Promise<void>((r) => setTimeout(r, 2000).unref())]);
       for (const hop of open) hop.terminate();

@@ -15,15 +15,15 @@ interface Family {
   name: string;
   help: string;
   type: 'counter' | 'gauge';
-  samples(): Array<[Labels, number]>;
+  samples(): Array<[Labels, number]> | Promise<Array<[Labels, number]>>;
 }
 
 export interface Metrics {
   counter(name: string, help: string): Counter;
-  /** A gauge whose value is read from `read` at each scrape. */
-  gauge(name: string, help: string, read: () => number): void;
+  /** A gauge whose value is read from `read` at each scrape (a database count, say, asynchronously). */
+  gauge(name: string, help: string, read: () => number | Promise<number>): void;
   /** The whole registry in Prometheus text format. */
-  render(): string;
+  render(): Promise<string>;
 }
 
 const escapeLabel = (v: string): string => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
@@ -67,13 +67,13 @@ export function createMetrics(): Metrics {
       };
     },
     gauge(name, help, read) {
-      register({ name, help, type: 'gauge', samples: () => [[{}, read()]] });
+      register({ name, help, type: 'gauge', samples: async () => [[{}, await read()]] });
     },
-    render() {
+    async render() {
       const lines: string[] = [];
       for (const f of families.values()) {
         lines.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`);
-        for (const [labels, value] of f.samples()) lines.push(`${f.name}${renderLabels(labels)} ${value}`);
+        for (const [labels, value] of await f.samples()) lines.push(`${f.name}${renderLabels(labels)} ${value}`);
       }
       return `${lines.join('\n')}\n`;
     },

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES, FLEET_ERRORS } from '../shared/api/errors';
 import { registerClientCommands } from '../cli/index';
 import { addAgentOptions } from '../cmd/agent-options';
@@ -51,12 +51,15 @@ function firstColumn(text: string, heading: string): string[] {
 }
 
 describe('docs/http-api.md', () => {
-  const { api, close } = detachedApi();
-  afterAll(close);
+  let detached: Awaited<ReturnType<typeof detachedApi>>;
+  beforeAll(async () => {
+    detached = await detachedApi();
+  });
+  afterAll(() => detached.close());
 
   it('lists exactly the endpoints the server serves', () => {
     const documented = firstColumn(doc('http-api.md'), '## Endpoints');
-    expect([...documented].sort()).toEqual([...api.endpoints()].sort());
+    expect([...documented].sort()).toEqual([...detached.api.endpoints()].sort());
   });
 
   it('names every error code', () => {
@@ -256,9 +259,10 @@ describe('docs/cluster.md', () => {
         authenticateAgent: () => false,
         presence: { online() {}, offline() {}, seen() {} },
         authorizeStream: () => ({ ok: false, code: 4404, reason: 'none' }),
-        recordBytes() {},
+        recordBytes: async () => {},
       });
-    const registered = (metrics: ReturnType<typeof createMetrics>) => new Set([...metrics.render().matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!));
+    const registered = async (metrics: ReturnType<typeof createMetrics>) =>
+      new Set([...(await metrics.render()).matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!));
     const controlMetrics = createMetrics();
     const control = createControl({
       bus: bus(CONTROL_NAME),
@@ -269,11 +273,12 @@ describe('docs/cluster.md', () => {
       metrics: controlMetrics,
       now: Date.now,
       api: {
-        agentKey: () => undefined,
-        authorizeStream: () => ({ ok: false, code: 4404, reason: 'none' }),
-        openSession: () => undefined,
-        recordBytes() {},
-        presence: { apply() {}, onlineIds: () => [], seen() {} },
+        agentKey: async () => undefined,
+        agentKeys: async () => new Map(),
+        authorizeStream: async () => ({ ok: false, code: 4404, reason: 'none' }),
+        openSession: async () => undefined,
+        recordBytes: async () => {},
+        presence: { apply: async () => {}, onlineIds: async () => [], seen: async () => {} },
         recordings: { start: () => undefined },
       },
     });
@@ -290,8 +295,8 @@ describe('docs/cluster.md', () => {
     });
     const edgeBroker = brokerOf(edgeMetrics);
     try {
-      const onControl = registered(controlMetrics);
-      const onEdge = registered(edgeMetrics);
+      const onControl = await registered(controlMetrics);
+      const onEdge = await registered(edgeMetrics);
       for (const name of [...everyNode, ...controlOnly, 'tether_cluster_refused_total']) expect(onControl, name).toContain(name);
       for (const name of edgeOnly) expect(onEdge, name).toContain(name);
       // tether_cluster_bus_up is the edge's composition root's (cmd/edge-node.ts); the rest of every node's are the relay's.

@@ -45,50 +45,50 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
   const router = new Router();
 
   /** The device's tag: what operators change (labels, its token), not its agent's presence. */
-  function deviceTag(d: Device): string {
-    return etagOf(['device', d.device_id, d.created_at, d.labels, store.devices.tokenHash(d.device_id)]);
+  async function deviceTag(d: Device): Promise<string> {
+    return etagOf(['device', d.device_id, d.created_at, d.labels, await store.devices.tokenHash(d.device_id)]);
   }
 
-  function deviceOr404(id: string) {
-    const device = DEVICE_ID_PATTERN.test(id) ? store.devices.get(id) : undefined;
+  async function deviceOr404(id: string): Promise<Device> {
+    const device = DEVICE_ID_PATTERN.test(id) ? await store.devices.get(id) : undefined;
     if (!device) throw notFound(`no device ${id}`);
     return device;
   }
 
   router.post('/v1/devices', accessFirst('devices:write', 'administrator', 'registering devices'), idempotent, async function addDevice(ctx) {
     const body = await parseBody(ctx, newDeviceBody);
-    const created = identity.createDevice(body.device_id, body.labels ?? {});
-    setEtag(ctx, deviceTag(deviceOr404(created.device_id)));
+    const created = await identity.createDevice(body.device_id, body.labels ?? {});
+    setEtag(ctx, await deviceTag(await deviceOr404(created.device_id)));
     ok<DeviceCreated>(ctx, created, 201);
   });
 
-  router.get('/v1/devices', rateLimit(listLimiter, DEVICE_LIST_PER_MINUTE), function listDevices(ctx) {
+  router.get('/v1/devices', rateLimit(listLimiter, DEVICE_LIST_PER_MINUTE), async function listDevices(ctx) {
     const q = parseQuery(ctx, deviceListQuery);
     requireAccess(principalOf(ctx), 'devices:read', 'developer');
-    const { items, total } = store.devices.list({ agent_status: q.agent_status, limit: q.per_page, offset: offsetOf(q) });
+    const { items, total } = await store.devices.list({ agent_status: q.agent_status, limit: q.per_page, offset: offsetOf(q) });
     okList<Device>(ctx, items, q, total);
   });
 
-  router.get('/v1/devices/:id', function getDevice(ctx) {
+  router.get('/v1/devices/:id', async function getDevice(ctx) {
     requireAccess(principalOf(ctx), 'devices:read', 'developer');
-    const device = deviceOr404(ctx.params.id!);
-    setEtag(ctx, deviceTag(device));
+    const device = await deviceOr404(ctx.params.id!);
+    setEtag(ctx, await deviceTag(device));
     ok<Device>(ctx, device);
   });
 
-  router.get('/v1/devices/:id/agent-status', function getAgentStatus(ctx) {
+  router.get('/v1/devices/:id/agent-status', async function getAgentStatus(ctx) {
     requireAccess(principalOf(ctx), 'devices:read', 'developer');
-    const d = deviceOr404(ctx.params.id!);
+    const d = await deviceOr404(ctx.params.id!);
     ok<AgentStatusView>(ctx, { device_id: d.device_id, agent_status: d.agent_status, last_seen_at: d.last_seen_at });
   });
 
-  router.delete('/v1/devices/:id', function deleteDevice(ctx) {
+  router.delete('/v1/devices/:id', async function deleteDevice(ctx) {
     requireAccess(principalOf(ctx), 'devices:write', 'administrator', 'deleting devices');
-    const device = deviceOr404(ctx.params.id!);
-    ifMatchOf(ctx)(deviceTag(device));
+    const device = await deviceOr404(ctx.params.id!);
+    ifMatchOf(ctx)(await deviceTag(device));
     const { device_id } = device;
-    const closed = sessions.closeAllOfDevice(device_id, 'device_deleted');
-    store.devices.delete(device_id);
+    const closed = await sessions.closeAllOfDevice(device_id, 'device_deleted');
+    await store.devices.delete(device_id);
     relay.deviceDeleted(device_id);
     ok<DeviceDeleted>(ctx, { device_id, deleted: true, sessions_closed: closed.length });
   });
@@ -96,11 +96,11 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
   const rotating = accessFirst('devices:write', 'administrator', 'replacing agent tokens');
   router.post('/v1/devices/:id/agent-token', rotating, idempotent, async function rotateAgentToken(ctx) {
     await parseBody(ctx, emptyBody);
-    const device = deviceOr404(ctx.params.id!);
-    ifMatchOf(ctx)(deviceTag(device));
-    const rotated = identity.rotateAgentToken(device.device_id)!;
+    const device = await deviceOr404(ctx.params.id!);
+    ifMatchOf(ctx)(await deviceTag(device));
+    const rotated = (await identity.rotateAgentToken(device.device_id))!;
     relay.agentTokenRotated(device.device_id);
-    setEtag(ctx, deviceTag(device));
+    setEtag(ctx, await deviceTag(device));
     ok<AgentTokenIssued>(ctx, rotated);
   });
 

@@ -2,7 +2,8 @@
  * @module Live changes for the console and API users (docs/http-api.md, events): agents coming and
  * going, sessions opening and closing. Published as they happen and handed to each subscriber
  * that may see them: presence to anyone who may read devices, a session's events to its owner
- * and administrators. Nothing is stored: a subscriber sees what happens while it listens.
+ * and administrators. Nothing is stored: a subscriber sees what happens while it listens, on this
+ * peer or, published after commit over the bus, on any other (docs/peers.md).
  */
 import { hasScope } from '../access';
 import { hasRole } from '../roles';
@@ -21,9 +22,20 @@ export function maySee(principal: Principal, e: TetherEvent): boolean {
 
 export function createEventHub() {
   const subscribers = new Set<(e: TetherEvent) => void>();
+  let onLocal: ((e: TetherEvent) => void) | undefined;
   return {
+    /** An event of this process: to every subscriber, and to the other peers (`forwardLocal`). */
     publish(e: TetherEvent): void {
       for (const listener of subscribers) listener(e);
+      onLocal?.(e);
+    },
+    /** An event another peer published: to every subscriber here, and no further. */
+    deliver(e: TetherEvent): void {
+      for (const listener of subscribers) listener(e);
+    },
+    /** Where this process's own events go besides its subscribers (the other peers). */
+    forwardLocal(listener: (e: TetherEvent) => void): void {
+      onLocal = listener;
     },
     /** Calls `listener` with each event from now on; returns the way to stop. */
     subscribe(listener: (e: TetherEvent) => void): () => void {

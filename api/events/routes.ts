@@ -53,7 +53,7 @@ export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; no
 
   /** Routes that need no Authorization header: the stream authenticates itself. */
   const open = new Router();
-  open.get('/v1/events', function streamEvents(ctx) {
+  open.get('/v1/events', async function streamEvents(ctx) {
     const { ticket } = parseQuery(ctx, streamQuery);
     let token = bearerToken(ctx.get('authorization') || undefined);
     if (!token && ticket !== undefined) {
@@ -62,7 +62,7 @@ export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; no
       if (held && held.expires > now()) token = held.token;
     }
     if (!token) throw unauthorized('a bearer token or an unused events ticket (POST /v1/events/tickets) is required');
-    let principal: Principal | undefined = tokens.resolve(token, now());
+    let principal: Principal | undefined = await tokens.resolve(token, now());
     if (!principal) throw unauthorized('token is unknown, expired or revoked, or the ticket was used or expired');
     const { username } = principal;
     const holding = perUser.get(username) ?? 0;
@@ -89,9 +89,15 @@ export function eventRoutes(deps: { hub: EventHub; tokens: PrincipalResolver; no
     };
     const unsubscribe = hub.subscribe(send);
     const beat = setInterval(() => {
-      principal = tokens.resolve(token, now());
-      if (!principal) return void body.end(sse({ event: 'end', data: { reason: 'the token is no longer valid' } }));
-      write(': beat\n\n');
+      tokens.resolve(token, now()).then(
+        (current) => {
+          principal = current;
+          if (!principal) return void body.end(sse({ event: 'end', data: { reason: 'the token is no longer valid' } }));
+          write(': beat\n\n');
+        },
+        // The database did not answer: the stream stays, and the next beat checks again.
+        () => write(': beat\n\n'),
+      );
     }, BEAT_MS);
     const tokenId = principal.token_id;
     const endNow = () => void body.end(sse({ event: 'end', data: { reason: 'the token was revoked' } }));

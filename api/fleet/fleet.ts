@@ -54,14 +54,14 @@ export function createFleet(store: Store, now: () => number) {
   const fleet = store.fleet;
   const iso = () => new Date(now()).toISOString();
 
-  function groupOr404(tenant: string, groupId: string): GroupRow {
-    const g = fleet.group(tenant, groupId);
+  async function groupOr404(tenant: string, groupId: string): Promise<GroupRow> {
+    const g = await fleet.group(tenant, groupId);
     if (!g) throw new ApiError('GROUP_NOT_FOUND', `no group ${groupId} in this tenant`);
     return g;
   }
 
   return {
-    createGroup(tenant: string, actor: string, input: NewGroup) {
+    async createGroup(tenant: string, actor: string, input: NewGroup): Promise<FleetGroup> {
       const name = input.name.trim().normalize('NFC');
       const row: GroupRow = {
         tenant_id: tenant,
@@ -76,7 +76,7 @@ export function createFleet(store: Store, now: () => number) {
         created_by: actor,
       };
       try {
-        fleet.insertGroup(row);
+        await fleet.insertGroup(row);
       } catch (err) {
         if (isUniqueViolation(err)) throw new ApiError('GROUP_NAME_CONFLICT', `a group named "${name}" exists in this tenant`);
         throw err;
@@ -84,21 +84,21 @@ export function createFleet(store: Store, now: () => number) {
       return groupView(row);
     },
 
-    listGroups(tenant: string, p: Page): FleetGroupPage {
-      const { items, total } = fleet.groups(tenant, p.limit, (p.page - 1) * p.limit);
+    async listGroups(tenant: string, p: Page): Promise<FleetGroupPage> {
+      const { items, total } = await fleet.groups(tenant, p.limit, (p.page - 1) * p.limit);
       return { groups: items.map(groupView), pagination: pagination(p, total) };
     },
 
-    getGroup: (tenant: string, groupId: string) => groupView(groupOr404(tenant, groupId)),
+    getGroup: async (tenant: string, groupId: string): Promise<FleetGroup> => groupView(await groupOr404(tenant, groupId)),
 
     /** The group's tag: its fields and how many vehicles it holds (none: no such group). */
-    groupTag(tenant: string, groupId: string): string | undefined {
-      const g = fleet.group(tenant, groupId);
+    async groupTag(tenant: string, groupId: string): Promise<string | undefined> {
+      const g = await fleet.group(tenant, groupId);
       return g && groupTagOf(g);
     },
 
-    registerVehicle(tenant: string, input: { vin: string; vehicle_id?: string | undefined; device_id?: string | undefined }): FleetVehicle {
-      if (input.device_id !== undefined && !store.devices.get(input.device_id)) {
+    async registerVehicle(tenant: string, input: { vin: string; vehicle_id?: string | undefined; device_id?: string | undefined }): Promise<FleetVehicle> {
+      if (input.device_id !== undefined && !(await store.devices.get(input.device_id))) {
         throw new ApiError('VALIDATION_ERROR', `no device ${input.device_id} is registered`, [{ path: 'device_id', message: 'must name a registered device' }]);
       }
       const row = {
@@ -109,22 +109,24 @@ export function createFleet(store: Store, now: () => number) {
         created_at: iso(),
       };
       try {
-        fleet.insertVehicle(row);
+        await fleet.insertVehicle(row);
       } catch (err) {
         if (isUniqueViolation(err)) {
           throw new ApiError('VEHICLE_CONFLICT', `a vehicle with that id or VIN exists in this tenant`);
         }
         throw err;
       }
-      return vehicleView(fleet.vehicle(tenant, row.vehicle_id)!);
+      return vehicleView((await fleet.vehicle(tenant, row.vehicle_id))!);
     },
 
     /** Moves a vehicle into a group; `precondition` is checked against that group's tag. */
-    assign(tenant: string, actor: string, vehicleId: string, groupId: string, precondition: Precondition = unconditional): FleetAssignment {
-      if (!fleet.vehicle(tenant, vehicleId)) throw new ApiError('VEHICLE_NOT_FOUND', `no vehicle ${vehicleId} in this tenant`);
-      const g = groupOr404(tenant, groupId);
-      precondition(groupTagOf(g));
-      const v = fleet.assign(tenant, vehicleId, groupId, iso(), actor);
+    async assign(tenant: string, actor: string, vehicleId: string, groupId: string, precondition: Precondition = unconditional): Promise<FleetAssignment> {
+      const notFound = () => new ApiError('VEHICLE_NOT_FOUND', `no vehicle ${vehicleId} in this tenant`);
+      if (!(await fleet.vehicle(tenant, vehicleId))) throw notFound();
+      const g = await groupOr404(tenant, groupId);
+      // Checked in the move's transaction, against the group as it is then: of two moves with the same tag, one wins.
+      const v = await fleet.assign(tenant, vehicleId, groupId, iso(), actor, (locked) => precondition(groupTagOf(locked)));
+      if (!v) throw notFound();
       return {
         vehicle_id: v.vehicle_id,
         vin: v.vin,
@@ -136,9 +138,9 @@ export function createFleet(store: Store, now: () => number) {
       };
     },
 
-    groupVehicles(tenant: string, groupId: string, p: Page): FleetGroupVehicles {
-      const g = groupOr404(tenant, groupId);
-      const vehicles = fleet.members(tenant, groupId, p.limit, (p.page - 1) * p.limit);
+    async groupVehicles(tenant: string, groupId: string, p: Page): Promise<FleetGroupVehicles> {
+      const g = await groupOr404(tenant, groupId);
+      const vehicles = await fleet.members(tenant, groupId, p.limit, (p.page - 1) * p.limit);
       return {
         group_id: g.group_id,
         group_name: g.name,

@@ -85,38 +85,38 @@ export function fleetRoutes(fleet: Fleet, idempotent: Middleware): Router {
   router.post('/v1/fleet/groups', writerFirst, idempotent, async function createGroup(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, groupBody, ['name']);
-    const group = fleet.createGroup(tenant, principalOf(ctx).username, body);
-    setEtag(ctx, fleet.groupTag(tenant, group.group_id));
+    const group = await fleet.createGroup(tenant, principalOf(ctx).username, body);
+    setEtag(ctx, await fleet.groupTag(tenant, group.group_id));
     success<FleetGroup>(ctx, group, 201);
   });
 
-  router.get('/v1/fleet/groups', function listGroups(ctx) {
+  router.get('/v1/fleet/groups', async function listGroups(ctx) {
     const tenant = tenantOf(ctx, 'fleet:read');
-    success<FleetGroupPage>(ctx, fleet.listGroups(tenant, pageOf(ctx)));
+    success<FleetGroupPage>(ctx, await fleet.listGroups(tenant, pageOf(ctx)));
   });
 
-  router.get('/v1/fleet/groups/:groupId', function getGroup(ctx) {
+  router.get('/v1/fleet/groups/:groupId', async function getGroup(ctx) {
     const tenant = tenantOf(ctx, 'fleet:read');
-    const group = fleet.getGroup(tenant, ctx.params.groupId!);
-    setEtag(ctx, fleet.groupTag(tenant, group.group_id));
+    const group = await fleet.getGroup(tenant, ctx.params.groupId!);
+    setEtag(ctx, await fleet.groupTag(tenant, group.group_id));
     success<FleetGroup>(ctx, group);
   });
 
-  router.get('/v1/fleet/groups/:groupId/vehicles', function groupVehicles(ctx) {
+  router.get('/v1/fleet/groups/:groupId/vehicles', async function groupVehicles(ctx) {
     const tenant = tenantOf(ctx, 'fleet:read');
-    success<FleetGroupVehicles>(ctx, fleet.groupVehicles(tenant, ctx.params.groupId!, pageOf(ctx)));
+    success<FleetGroupVehicles>(ctx, await fleet.groupVehicles(tenant, ctx.params.groupId!, pageOf(ctx)));
   });
 
   router.post('/v1/fleet/vehicles', writerFirst, idempotent, async function registerVehicle(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, vehicleBody, ['vin']);
-    success<FleetVehicle>(ctx, fleet.registerVehicle(tenant, body), 201);
+    success<FleetVehicle>(ctx, await fleet.registerVehicle(tenant, body), 201);
   });
 
   router.put('/v1/fleet/vehicles/:vehicleId/group', async function assignVehicle(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, assignBody, ['group_id']);
-    success<FleetAssignment>(ctx, fleet.assign(tenant, principalOf(ctx).username, ctx.params.vehicleId!, body.group_id, ifMatchOf(ctx)));
+    success<FleetAssignment>(ctx, await fleet.assign(tenant, principalOf(ctx).username, ctx.params.vehicleId!, body.group_id, ifMatchOf(ctx)));
   });
 
   return router;

@@ -10,14 +10,14 @@ import { bearerToken } from '../../shared/auth/bearer';
 
 /** What authentication needs: the valid principal of a raw token at `now`, or undefined. */
 export interface PrincipalResolver {
-  resolve(token: string, now: number): Principal | undefined;
+  resolve(token: string, now: number): Promise<Principal | undefined>;
 }
 
 export function authenticate(tokens: PrincipalResolver, now: () => number): Middleware {
   return async function authenticateMiddleware(ctx, next) {
     const token = bearerToken(ctx.get('authorization') || undefined);
     if (!token) throw unauthorized('missing or malformed Authorization header; expected "Bearer <token>"');
-    const principal = tokens.resolve(token, now());
+    const principal = await tokens.resolve(token, now());
     if (!principal) throw unauthorized('token is unknown, expired or revoked');
     ctx.state.principal = principal;
     await next();

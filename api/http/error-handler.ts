@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { ApiError } from '../errors';
+import { isDatabaseUnavailable, isUnstorableText } from '../store/errors';
 import type { Logger } from '../../shared/log';
 import type { Counter } from '../../shared/metrics';
 import { internalError, misplaced, renderError } from './error-body';
@@ -35,6 +36,9 @@ function clientWentAway(ctx: Context): boolean {
   return ctx.req.destroyed && !ctx.req.complete;
 }
 
+/** What a 503 for an unreachable database asks the client to wait (s). */
+const UNAVAILABLE_RETRY_S = 2;
+
 export function errorHandler(log: Logger, requests: Counter): Middleware {
   return async function errorHandlerMiddleware(ctx, next) {
     const started = performance.now();
@@ -43,8 +47,15 @@ export function errorHandler(log: Logger, requests: Counter): Middleware {
       if (ctx.status === 404 && ctx.body === undefined) {
         throw new ApiError('not_found', `no such endpoint: ${ctx.method} ${ctx.path}`);
       }
-    } catch (err) {
+    } catch (thrown) {
       const requestId = ctx.state.requestId as string;
+      // PostgreSQL is away (docs/peers.md): a write that failed so was not committed, or not known to be.
+      if (isDatabaseUnavailable(thrown)) log.warn('the database did not answer', { request_id: requestId, err: thrown.message });
+      const err = isDatabaseUnavailable(thrown)
+        ? new ApiError('unavailable', 'the database is unreachable right now; retry shortly', undefined, { 'Retry-After': String(UNAVAILABLE_RETRY_S) })
+        : isUnstorableText(thrown)
+          ? new ApiError('bad_request', 'the request holds text that cannot be stored (a NUL character, or bytes that are not UTF-8)')
+          : thrown;
       const known = err instanceof ApiError;
       if (!known && clientWentAway(ctx)) {
         // Anyone with a socket can cut a body short at will: an error log or a 5xx here would

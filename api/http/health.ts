@@ -3,27 +3,37 @@ import Router from '@koa/router';
 import type { Metrics } from '../../shared/metrics';
 import type { Store } from '../store/index';
 
-export function healthRoutes(store: Store, metrics: Metrics): Router {
+/**
+ * `busUp`: whether this peer's bus (NATS) is connected, for a peer (docs/peers.md); none: no bus
+ * to wait for. `/readyz` answers 503 while the database or the bus is unreachable.
+ */
+export function healthRoutes(store: Store, metrics: Metrics, busUp?: () => boolean): Router {
   const router = new Router();
 
   router.get('/healthz', function healthz(ctx) {
     ctx.body = { status: 'ok' };
   });
 
-  router.get('/readyz', function readyz(ctx) {
+  router.get('/readyz', async function readyz(ctx) {
     let ready = false;
     try {
-      ready = store.db.open && store.db.prepare('SELECT 1 AS one').get() !== undefined;
+      await store.ping();
+      ready = true;
     } catch {
       ready = false;
     }
-    ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ready' : 'not ready', database: ready ? 'open' : 'unavailable' };
+    const bus = busUp?.();
+    ctx.status = ready && bus !== false ? 200 : 503;
+    ctx.body = {
+      status: ctx.status === 200 ? 'ready' : 'not ready',
+      database: ready ? 'open' : 'unavailable',
+      ...(bus !== undefined && { nats: bus ? 'connected' : 'disconnected' }),
+    };
   });
 
-  router.get('/metrics', function scrapeMetrics(ctx) {
+  router.get('/metrics', async function scrapeMetrics(ctx) {
     ctx.type = 'text/plain; version=0.0.4; charset=utf-8';
-    ctx.body = metrics.render();
+    ctx.body = await metrics.render();
   });
 
   return router;

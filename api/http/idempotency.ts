@@ -72,13 +72,13 @@ export function createIdempotency(store: Store, now: () => number): IdempotencyG
     const at = now();
     if (at - lastSweep > SWEEP_EVERY_MS) {
       lastSweep = at;
-      store.idempotency.expire(at);
+      await store.idempotency.expire(at);
     }
     const principal = principalOf(ctx);
     const caller = callerOf(principal);
     // The body is read here, once, and kept for the handler (readRawBody returns it again).
     const body = await readRawBody(ctx);
-    const claim = store.idempotency.begin(caller, key, fingerprintOf(ctx, body), at);
+    const claim = await store.idempotency.begin(caller, key, fingerprintOf(ctx, body), at);
     switch (claim.kind) {
       case 'reused':
         throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was used for another request in the last 24 hours; use a new key for a new request');
@@ -105,11 +105,11 @@ export function createIdempotency(store: Store, now: () => number): IdempotencyG
           const value = ctx.response.get(name);
           if (value) headers[name] = value;
         }
-        store.idempotency.finish(caller, key, { status: ctx.status, headers, body: ctx.body, role: principal.role });
+        await store.idempotency.finish(caller, key, { status: ctx.status, headers, body: ctx.body, role: principal.role });
         kept = true;
       }
     } finally {
-      if (!kept) store.idempotency.release(caller, key);
+      if (!kept) await store.idempotency.release(caller, key);
     }
   };
 }

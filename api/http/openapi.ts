@@ -18,9 +18,12 @@ export const healthOperations: OperationSpec[] = [
     path: '/readyz',
     operationId: 'getReadiness',
     tag: 'health',
-    summary: 'The database is open',
+    summary: 'The database answers (and, on a peer, its bus is connected)',
     auth: 'public',
-    responses: { 200: { description: 'ready to serve', json: ready }, 503: { description: 'the database is not usable', json: notReady } },
+    responses: {
+      200: { description: 'ready to serve', json: ready },
+      503: { description: 'the database does not answer, or a peer is not connected to its bus (docs/peers.md)', json: notReady },
+    },
     errors: {},
   },
   {

@@ -9,7 +9,8 @@ import { badRequest, conflict, forbidden, notFound } from '../errors';
 import { hasRole } from '../roles';
 import type { Store } from '../store/index';
 import type { Principal, TokenRecord, TokenStatus } from '../store/tokens';
-import { isLastAdministratorViolation, type User, type UserChange } from '../store/users';
+import { isLastAdministratorViolation } from '../store/errors';
+import type { User, UserChange } from '../store/users';
 import { hashPassword, verifyPassword } from './passwords';
 
 /** Why tokens stopped working: the audit reason of the sessions they opened. */
@@ -18,8 +19,11 @@ export type CutOffReason = 'token_revoked' | 'user_disabled' | 'user_deleted';
 export interface AccountEffects {
   /** The user's role or state changed: principals remembered for its tokens are stale. */
   userChanged(username: string): void;
-  /** These tokens admit no one from now on: close the sessions they opened and the streams they joined. */
-  cutOff(tokenIds: readonly string[], reason: CutOffReason): void;
+  /**
+   * These tokens admit no one from now on: close the sessions they opened and the streams they
+   * joined. Awaited before the change is answered.
+   */
+  cutOff(tokenIds: readonly string[], reason: CutOffReason): Promise<void>;
 }
 
 export interface PasswordChange {
@@ -44,58 +48,62 @@ export function createAccounts(store: Store, now: () => number, effects: Account
   const iso = () => new Date(now()).toISOString();
 
   /** The user, or 404. */
-  function existing(username: string) {
-    const user = store.users.get(username);
+  async function existing(username: string) {
+    const user = await store.users.get(username);
     if (!user) throw notFound(`no user ${username}`);
     return user;
   }
 
   /** Runs a change that may take away the last enabled administrator; that is 409. */
-  function keepingAnAdministrator<T>(username: string, change: () => T): T {
+  async function keepingAnAdministrator<T>(username: string, change: () => Promise<T>): Promise<T> {
     try {
-      return change();
+      return await change();
     } catch (err) {
       if (!isLastAdministratorViolation(err)) throw err;
       throw conflict(`${username} is the last enabled administrator; make another user administrator first`);
     }
   }
 
-  const deleteInTx = store.db.transaction((username: string, at: string): string[] => {
-    store.users.markDeleted(username, at);
-    return store.tokens.revokeAllOf(username, at);
-  });
+  /** Deletes the user and revokes its tokens, together; the ids revoked. */
+  const deleteTogether = (username: string, at: string): Promise<string[]> =>
+    store.transaction(async (tx) => {
+      await tx.users.markDeleted(username, at);
+      return tx.tokens.revokeAllOf(username, at);
+    });
 
-  const setPasswordInTx = store.db.transaction((username: string, hash: string, revoke: boolean, keep: string): string[] => {
-    store.users.setPasswordHash(username, hash);
-    return revoke ? store.tokens.revokeAllOf(username, iso(), keep) : [];
-  });
+  /** Sets the (already computed) password hash and revokes the tokens asked for, together; the ids revoked. */
+  const setPasswordTogether = (username: string, hash: string, revoke: boolean, keep: string): Promise<string[]> =>
+    store.transaction(async (tx) => {
+      await tx.users.setPasswordHash(username, hash);
+      return revoke ? tx.tokens.revokeAllOf(username, iso(), keep) : [];
+    });
 
   return {
     /**
      * Changes a user's role or disabled flag. Disabling cuts its tokens off (they are refused
      * while it lasts, not revoked: enabling again restores them).
      */
-    updateUser(caller: Principal, username: string, change: UserChange): User {
+    async updateUser(caller: Principal, username: string, change: UserChange): Promise<User> {
       requireAccess(caller, 'identity:write', 'administrator', 'changing users');
-      existing(username);
+      await existing(username);
       if (change.disabled === true && username === caller.username) {
         throw conflict('you cannot disable your own account; another administrator can');
       }
-      const user = keepingAnAdministrator(username, () => store.users.update(username, change));
+      const user = await keepingAnAdministrator(username, () => store.users.update(username, change));
       if (!user) throw notFound(`no user ${username}`);
       effects.userChanged(username);
-      if (change.disabled === true) effects.cutOff(store.tokens.unrevokedIdsOf(username), 'user_disabled');
+      if (change.disabled === true) await effects.cutOff(await store.tokens.unrevokedIdsOf(username), 'user_disabled');
       return user;
     },
 
     /** Revokes every token of a user and deletes it; its name stays taken. */
-    deleteUser(caller: Principal, username: string): { username: string; deleted: true } {
+    async deleteUser(caller: Principal, username: string): Promise<{ username: string; deleted: true }> {
       requireAccess(caller, 'identity:write', 'administrator', 'deleting users');
-      existing(username);
+      await existing(username);
       if (username === caller.username) throw conflict('you cannot delete your own account; another administrator can');
-      const revoked = keepingAnAdministrator(username, () => deleteInTx(username, iso()));
+      const revoked = await keepingAnAdministrator(username, () => deleteTogether(username, iso()));
       effects.userChanged(username);
-      effects.cutOff(revoked, 'user_deleted');
+      await effects.cutOff(revoked, 'user_deleted');
       return { username, deleted: true };
     },
 
@@ -110,7 +118,7 @@ export function createAccounts(store: Store, now: () => number, effects: Account
       if (!resets && username !== caller.username) {
         requireAccess(caller, 'identity:write', 'administrator', "changing another user's password");
       }
-      const user = existing(username);
+      const user = await existing(username);
       if (change.current_password === undefined && !resets) {
         throw badRequest('changing your own password needs your current password', [
           { path: 'current_password', message: 'required to change your own password' },
@@ -120,19 +128,20 @@ export function createAccounts(store: Store, now: () => number, effects: Account
       if (current !== undefined && !(await checkCurrent(() => verifyPassword(current, user.password_hash)))) {
         throw forbidden(`current_password is not the password of ${username}`);
       }
+      // Hashed before the transaction: it holds the database only for the database's work.
       const hash = await hashPassword(change.password);
-      const revoked = setPasswordInTx(username, hash, change.revoke_tokens === true, caller.token_id);
-      effects.cutOff(revoked, 'token_revoked');
+      const revoked = await setPasswordTogether(username, hash, change.revoke_tokens === true, caller.token_id);
+      await effects.cutOff(revoked, 'token_revoked');
       return { username, tokens_revoked: revoked.length };
     },
 
     /** A page of tokens, newest first: one's own, or (administrators) another user's or everyone's. */
-    listTokens(caller: Principal, q: TokenListing): { items: Array<TokenRecord & { current: boolean }>; total: number } {
+    async listTokens(caller: Principal, q: TokenListing): Promise<{ items: Array<TokenRecord & { current: boolean }>; total: number }> {
       if (q.all === true || (q.username !== undefined && q.username !== caller.username)) {
         requireAccess(caller, 'identity:read', 'administrator', "listing other users' tokens");
       }
       const username = q.all === true ? undefined : (q.username ?? caller.username);
-      const { items, total } = store.tokens.list({ username, status: q.status, now: iso(), limit: q.limit, offset: q.offset });
+      const { items, total } = await store.tokens.list({ username, status: q.status, now: iso(), limit: q.limit, offset: q.offset });
       return { items: items.map((t) => ({ ...t, current: t.token_id === caller.token_id })), total };
     },
 
@@ -141,15 +150,15 @@ export function createAccounts(store: Store, now: () => number, effects: Account
      * token. Another user's token is 404 to everyone else, exactly like an unknown one.
      * Revoking twice is not an error.
      */
-    revokeToken(caller: Principal, tokenId: string): void {
-      const token = store.tokens.get(tokenId);
+    async revokeToken(caller: Principal, tokenId: string): Promise<void> {
+      const token = await store.tokens.get(tokenId);
       if (token?.username !== caller.username) {
         if (!isAdministrator(caller)) throw notFound(`no token ${tokenId}`);
         requireAccess(caller, 'identity:write', 'administrator', "revoking another user's tokens");
         if (!token) throw notFound(`no token ${tokenId}`);
       }
-      store.tokens.revoke(tokenId, iso());
-      effects.cutOff([tokenId], 'token_revoked');
+      await store.tokens.revoke(tokenId, iso());
+      await effects.cutOff([tokenId], 'token_revoked');
     },
   };
 }

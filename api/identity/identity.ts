@@ -7,7 +7,7 @@ import { newSecret, randomBase32, sha256Hex } from '../../shared/ids';
 import { requireWithinIssuer } from '../access';
 import { badRequest, conflict, notFound, unauthorized } from '../errors';
 import type { Role } from '../roles';
-import { isUniqueViolation, type Store } from '../store/index';
+import { isUniqueViolation, type Repos } from '../store/index';
 import type { Principal } from '../store/tokens';
 import type { User, UserKind } from '../store/users';
 import { hashPassword, verifyPassword } from './passwords';
@@ -43,10 +43,13 @@ export interface TokenRequest {
   token?: string | undefined;
 }
 
-export function createIdentity(store: Store, now: () => number) {
+/** The repositories identity works on: the store's, or one transaction's. */
+export type IdentityRepos = Pick<Repos, 'users' | 'tokens' | 'devices'>;
+
+export function createIdentity(store: IdentityRepos, now: () => number) {
   const iso = (ms: number) => new Date(ms).toISOString();
 
-  function issue(username: string, expiresAt: number | null, req: TokenRequest): IssuedToken {
+  async function issue(username: string, expiresAt: number | null, req: TokenRequest): Promise<IssuedToken> {
     const token = req.token ?? newSecret(USER_TOKEN_PREFIX);
     const record = {
       token_id: `tok_${randomBase32(20)}`,
@@ -56,7 +59,7 @@ export function createIdentity(store: Store, now: () => number) {
       created_at: iso(now()),
       expires_at: expiresAt === null ? null : iso(expiresAt),
     };
-    store.tokens.insert(record, sha256Hex(token));
+    await store.tokens.insert(record, sha256Hex(token));
     return { token, token_id: record.token_id, expires_at: record.expires_at };
   }
 
@@ -72,10 +75,10 @@ export function createIdentity(store: Store, now: () => number) {
       };
       const hash = input.password === undefined ? null : await hashPassword(input.password);
       try {
-        store.users.insert(user, hash);
+        await store.users.insert(user, hash);
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
-        if (store.users.wasDeleted(user.username)) {
+        if (await store.users.wasDeleted(user.username)) {
           throw conflict(`user ${user.username} was deleted; its name stays taken so that no new account sees its sessions and audit`);
         }
         throw conflict(`user ${user.username} already exists`);
@@ -83,7 +86,7 @@ export function createIdentity(store: Store, now: () => number) {
       return user;
     },
 
-    listUsers: () => store.users.list(),
+    listUsers: (): Promise<User[]> => store.users.list(),
 
     /**
      * Exchanges a password for a user token: 8 hours, every scope (the user's role bounds it),
@@ -91,7 +94,7 @@ export function createIdentity(store: Store, now: () => number) {
      * password learns that the account is disabled.
      */
     async login(username: string, password: string): Promise<IssuedToken> {
-      const user = store.users.get(username);
+      const user = await store.users.get(username);
       const ok = await verifyPassword(password, user?.password_hash);
       if (!user || !ok) throw unauthorized('unknown user or wrong password');
       if (user.disabled) throw unauthorized(`account ${username} is disabled; an administrator can enable it again`);
@@ -103,8 +106,8 @@ export function createIdentity(store: Store, now: () => number) {
      * token (not the bootstrap), no broader than it: scopes default to the issuer's, tenants
      * to none, and an unasked-for lifetime ends no later than the issuer's.
      */
-    issueToken(username: string, req: TokenRequest, issuer?: Principal): IssuedToken {
-      const user = store.users.get(username);
+    async issueToken(username: string, req: TokenRequest, issuer?: Principal): Promise<IssuedToken> {
+      const user = await store.users.get(username);
       if (!user) throw notFound(`no user ${username}`);
       // It would be refused while the account is disabled, and come alive unnoticed when enabled.
       if (user.disabled) throw conflict(`user ${username} is disabled; enable it before issuing it a token`);
@@ -130,10 +133,10 @@ export function createIdentity(store: Store, now: () => number) {
     },
 
     /** Registers a device and returns its agent token, shown this once only. */
-    createDevice(deviceId: string, labels: Record<string, string>) {
+    async createDevice(deviceId: string, labels: Record<string, string>) {
       const agentToken = newSecret(AGENT_TOKEN_PREFIX);
       try {
-        store.devices.insert(deviceId, sha256Hex(agentToken), labels, iso(now()));
+        await store.devices.insert(deviceId, sha256Hex(agentToken), labels, iso(now()));
       } catch (err) {
         if (isUniqueViolation(err)) throw conflict(`device ${deviceId} already exists`);
         throw err;
@@ -142,14 +145,14 @@ export function createIdentity(store: Store, now: () => number) {
     },
 
     /** A new agent token for a device; the old one stops working. Undefined: no such device. */
-    rotateAgentToken(deviceId: string): { device_id: string; agent_token: string } | undefined {
+    async rotateAgentToken(deviceId: string): Promise<{ device_id: string; agent_token: string } | undefined> {
       const agentToken = newSecret(AGENT_TOKEN_PREFIX);
-      if (!store.devices.replaceTokenHash(deviceId, sha256Hex(agentToken))) return undefined;
+      if (!(await store.devices.replaceTokenHash(deviceId, sha256Hex(agentToken)))) return undefined;
       return { device_id: deviceId, agent_token: agentToken };
     },
 
     /** The device an agent token belongs to, if the token is valid. */
-    deviceOfAgentToken: (token: string): string | undefined => store.devices.idByTokenHash(sha256Hex(token)),
+    deviceOfAgentToken: async (token: string): Promise<string | undefined> => store.devices.idByTokenHash(sha256Hex(token)),
   };
 }
 export type Identity = ReturnType<typeof createIdentity>;

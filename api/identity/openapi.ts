@@ -35,7 +35,12 @@ export const identityOperations: OperationSpec[] = [
     auth: 'public',
     body: { schema: loginBody },
     responses: { 200: { description: 'the new token', json: login } },
-    errors: { 400: 'malformed body', 401: 'unknown user or wrong password, or the account is disabled', 429: 'too many failed logins for this username' },
+    errors: {
+      400: 'malformed body',
+      401: 'unknown user or wrong password, or the account is disabled',
+      429: 'too many failed logins for this username',
+      503: 'the database did not answer (peers on PostgreSQL, docs/peers.md): retry after Retry-After',
+    },
   },
   {
     method: 'get',

@@ -44,7 +44,7 @@ export const LOGIN_FAILURES_PER_MINUTE = 10;
  * count.
  */
 async function limitedAttempt<T>(failures: RateLimiter, username: string, attempt: (wrong: () => void) => Promise<T>): Promise<T> {
-  const { wait, release } = failures.reserve(username);
+  const { wait, release } = await failures.reserve(username);
   if (wait > 0) {
     throw new ApiError('rate_limited', `too many failed logins for this user: ${LOGIN_FAILURES_PER_MINUTE} per minute; retry in ${wait} s`, undefined, {
       'Retry-After': String(wait),
@@ -56,7 +56,7 @@ async function limitedAttempt<T>(failures: RateLimiter, username: string, attemp
       failed = true;
     });
   } finally {
-    if (!failed) release();
+    if (!failed) await release();
   }
 }
 
@@ -108,18 +108,18 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
     ok<User>(ctx, await identity.createUser(body), 201);
   });
 
-  router.get('/v1/users', function listUsers(ctx) {
+  router.get('/v1/users', async function listUsers(ctx) {
     requireAccess(principalOf(ctx), 'identity:read', 'administrator', 'listing users');
-    ok<User[]>(ctx, identity.listUsers());
+    ok<User[]>(ctx, await identity.listUsers());
   });
 
   router.patch('/v1/users/:username', async function changeUser(ctx) {
     const body = await parseBody(ctx, userChangeBody);
-    ok<User>(ctx, accounts.updateUser(principalOf(ctx), ctx.params.username!, body));
+    ok<User>(ctx, await accounts.updateUser(principalOf(ctx), ctx.params.username!, body));
   });
 
-  router.delete('/v1/users/:username', function deleteUser(ctx) {
-    ok<UserDeleted>(ctx, accounts.deleteUser(principalOf(ctx), ctx.params.username!));
+  router.delete('/v1/users/:username', async function deleteUser(ctx) {
+    ok<UserDeleted>(ctx, await accounts.deleteUser(principalOf(ctx), ctx.params.username!));
   });
 
   router.put('/v1/users/:username/password', async function changePassword(ctx) {
@@ -134,9 +134,9 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
     ok<PasswordSet>(ctx, await accounts.changePassword(principalOf(ctx), username, body, checkCurrent));
   });
 
-  router.get('/v1/tokens', function listTokens(ctx) {
+  router.get('/v1/tokens', async function listTokens(ctx) {
     const q = parseQuery(ctx, tokenListQuery);
-    const { items, total } = accounts.listTokens(principalOf(ctx), { ...q, limit: q.per_page, offset: offsetOf(q) });
+    const { items, total } = await accounts.listTokens(principalOf(ctx), { ...q, limit: q.per_page, offset: offsetOf(q) });
     okList<Token>(
       ctx,
       items.map((t) => ({ ...t, scopes: scopesOf(t.scopes) })),
@@ -148,11 +148,11 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
   router.post('/v1/tokens', accessFirst('identity:write', 'administrator', 'issuing tokens'), idempotent, async function issueToken(ctx) {
     const body = await parseBody(ctx, tokenBody);
     // Bounded by the issuer too (its scopes, tenants, lifetime): a replay is of this token's own key only.
-    ok<IssuedToken>(ctx, identity.issueToken(body.username, body, principalOf(ctx)), 201);
+    ok<IssuedToken>(ctx, await identity.issueToken(body.username, body, principalOf(ctx)), 201);
   });
 
-  router.delete('/v1/tokens/:tokenId', function revokeToken(ctx) {
-    accounts.revokeToken(principalOf(ctx), ctx.params.tokenId!);
+  router.delete('/v1/tokens/:tokenId', async function revokeToken(ctx) {
+    await accounts.revokeToken(principalOf(ctx), ctx.params.tokenId!);
     ok<TokenRevoked>(ctx, { token_id: ctx.params.tokenId!, revoked: true });
   });
 

@@ -52,6 +52,8 @@ function errorsOf(op: OperationSpec, dialect: Dialect): Map<number, string[]> {
   }
   if (op.ifMatch) add(412, `If-Match does not match (${code('precondition_failed')}): the current tag is in ETag`);
   add(500, 'a bug');
+  // Every request with a token reads the database: on PostgreSQL it may be away (docs/peers.md).
+  if (op.auth !== 'public') add(503, 'the database did not answer (peers on PostgreSQL, docs/peers.md): retry after Retry-After');
   return new Map([...errors].sort(([a], [b]) => a - b));
 }
 

@@ -1,7 +1,9 @@
 /**
  * @module The retention of recordings: those that ended more than `retentionDays` ago are
- * deleted, the file first, then the row, so a row never names a file that is gone while the row
- * stays, and a failed delete is tried again on the next pass (hourly). 0 days keeps them forever.
+ * deleted, the file first (if this server has it), then the row with its chunks in the database
+ * (the foreign key cascades), so a row never names a file that is gone while the row stays, and a
+ * failed delete is tried again on the next pass (hourly). Peers may each delete the same old
+ * recording: one deletes the row. 0 days keeps them forever.
  */
 import { unlink } from 'node:fs/promises';
 import type { Logger } from '../../shared/log';
@@ -27,12 +29,12 @@ export interface RetentionDeps {
 export function createRetention({ store, retentionDays, fileOf, budget, log, now }: RetentionDeps) {
   let timer: NodeJS.Timeout | undefined;
 
-  /** Deletes the recordings older than the retention: the file, then the row. */
+  /** Deletes the recordings older than the retention: the file, then the row (and its chunks). */
   async function purge(): Promise<number> {
     if (retentionDays <= 0) return 0;
     const cutoff = new Date(now() - retentionDays * DAY_MS).toISOString();
     let deleted = 0;
-    for (const row of store.recordings.endedBefore(cutoff)) {
+    for (const row of await store.recordings.endedBefore(cutoff)) {
       try {
         await unlink(fileOf(row));
       } catch (err) {
@@ -41,7 +43,7 @@ export function createRetention({ store, retentionDays, fileOf, budget, log, now
           continue;
         }
       }
-      store.recordings.delete(row.session_id);
+      if (!(await store.recordings.delete(row.session_id))) continue; // a peer deleted it first
       budget.release(row.stored_bytes);
       deleted++;
     }

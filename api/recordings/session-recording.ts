@@ -12,8 +12,8 @@ import { CastWriter, type CastWriterOptions, type Written } from './cast-writer'
 import { messageTap } from './frame-messages';
 
 export interface RecordingOptions extends CastWriterOptions {
-  /** Where the recording stands, after each stretch (a stream's end, the session's close). */
-  onProgress(progress: RecordingProgress): void;
+  /** Records where the recording stands, after each stretch (a stream's end, the session's close); never rejects. */
+  onProgress(progress: RecordingProgress): Promise<void>;
   /** Wall clock, for `ended_at`. */
   now(): number;
 }
@@ -87,7 +87,7 @@ export class SessionRecording {
     return this.#writer.storedBytes;
   }
 
-  /** The session closed: writes what is left, records the end, lets go of the file. */
+  /** The session closed: writes what is left, records the end (resolves once it is recorded), lets go of the file. */
   async close(): Promise<void> {
     this.#closing = true;
     // A stream spliced on another node of a cluster ends a moment after the session (its node
@@ -104,7 +104,7 @@ export class SessionRecording {
     await Promise.allSettled([...this.#ending]);
     await this.#writer.finish();
     this.#endedAt ??= this.#o.now();
-    this.#o.onProgress(this.#progress());
+    await this.#o.onProgress(this.#progress());
     this.#closing = false;
   }
 
@@ -128,6 +128,6 @@ export class SessionRecording {
     this.#writer.streamEnded();
     await this.#writer.flush();
     if (this.#streams === 0) await this.#writer.closeFile();
-    this.#o.onProgress(this.#progress());
+    await this.#o.onProgress(this.#progress());
   }
 }

@@ -5,6 +5,7 @@
  * it, and `healthy` keeps meaning every replica ready; before that a 409 says how far it is.
  */
 import type { Logger } from '../../shared/log';
+import type { CanaryState, ServiceChange } from '../../shared/api/services';
 import { requireAccess } from '../access';
 import { conflict } from '../errors';
 import { unconditional, type Precondition } from '../preconditions';
@@ -25,10 +26,18 @@ function requirePromotable(row: ServiceRow): void {
 }
 
 export function createCanary(records: ServiceRecords, runtime: DeploymentRuntime, log: Logger) {
-  const { repo, transact, serviceOr404, canaryTag, canaryView, change, audit } = records;
+  const { transact, serviceOr404, canaryTag, canaryView, change, replace, retrying, audit } = records;
+
+  /** The service `name` with a canary, as read now; the caller's precondition is checked on its canary state. */
+  async function withCanary(env: Environment, name: string, precondition: Precondition): Promise<ServiceRow> {
+    const row = await serviceOr404(name, env);
+    precondition(canaryTag(row));
+    if (!row.canary_revision) throw conflict(`${name} in ${env} has no canary deployed`);
+    return row;
+  }
 
   /** The canary becomes current with all traffic; the old stable revision becomes `previous`. */
-  function promoteRow(principal: Principal, row: ServiceRow): ServiceRow {
+  async function promoteRow(principal: Principal, row: ServiceRow): Promise<ServiceRow> {
     requirePromotable(row);
     const canary = row.canary_revision!;
     const next: ServiceRow = {
@@ -41,9 +50,9 @@ export function createCanary(records: ServiceRecords, runtime: DeploymentRuntime
       sync_status: syncStatus(row.desired_replicas, row.ready_replicas),
       status_message: null,
     };
-    transact(() => {
-      repo.put(next);
-      audit('canary.promoted', row, canary, principal.username, { previous: row.current_revision });
+    await transact(async (tx) => {
+      await replace(tx, next, row);
+      await audit(tx, 'canary.promoted', row, canary, principal.username, { previous: row.current_revision });
     });
     runtime.setCanaryWeight(row.name, row.environment, 100);
     log.info('canary promoted', { service: row.name, environment: row.environment, revision: canary });
@@ -51,25 +60,32 @@ export function createCanary(records: ServiceRecords, runtime: DeploymentRuntime
   }
 
   /** Weight 0 halts, 100 promotes, anything between shifts traffic. */
-  function setWeight(principal: Principal, env: Environment, name: string, weight: number, precondition: Precondition = unconditional) {
+  async function setWeight(
+    principal: Principal,
+    env: Environment,
+    name: string,
+    weight: number,
+    precondition: Precondition = unconditional,
+  ): Promise<CanaryState> {
     requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `changing canaries in ${env}`);
-    const row = serviceOr404(name, env);
-    precondition(canaryTag(row));
-    if (!row.canary_revision) throw conflict(`${name} in ${env} has no canary deployed`);
-    if (weight === 100) return canaryView(promoteRow(principal, row));
-    const next = { ...row, canary_weight: weight };
-    transact(() => {
-      repo.put(next);
-      audit(weight === 0 ? 'canary.halted' : 'canary.weight_set', row, row.canary_revision, principal.username, { weight });
+    const next = await retrying(async () => {
+      const row = await withCanary(env, name, precondition);
+      if (weight === 100) return promoteRow(principal, row);
+      const weighted = { ...row, canary_weight: weight };
+      await transact(async (tx) => {
+        await replace(tx, weighted, row);
+        await audit(tx, weight === 0 ? 'canary.halted' : 'canary.weight_set', row, row.canary_revision, principal.username, { weight });
+      });
+      runtime.setCanaryWeight(name, env, weight);
+      return weighted;
     });
-    runtime.setCanaryWeight(name, env, weight);
     return canaryView(next);
   }
 
   return {
-    canary(principal: Principal, env: Environment, name: string) {
+    async canary(principal: Principal, env: Environment, name: string): Promise<CanaryState> {
       requireAccess(principal, 'deployments:read', 'developer');
-      return canaryView(serviceOr404(name, env));
+      return canaryView(await serviceOr404(name, env));
     },
 
     setWeight,
@@ -77,12 +93,10 @@ export function createCanary(records: ServiceRecords, runtime: DeploymentRuntime
     halt: (principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional) =>
       setWeight(principal, env, name, 0, precondition),
 
-    promote(principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional) {
+    async promote(principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional): Promise<ServiceChange> {
       requireAccess(principal, 'deployments:write', WRITE_ROLE[env], `changing canaries in ${env}`);
-      const row = serviceOr404(name, env);
-      precondition(canaryTag(row));
-      if (!row.canary_revision) throw conflict(`${name} in ${env} has no canary deployed`);
-      return change(promoteRow(principal, row), false);
+      const next = await retrying(async () => promoteRow(principal, await withCanary(env, name, precondition)));
+      return change(next, false);
     },
   };
 }

@@ -16,7 +16,6 @@ import {
   weightBody,
   YAML_TYPES,
   type CanaryState,
-  type Environment,
 } from '../../shared/api/services';
 import { ApiError } from '../errors';
 import { readRawBody } from '../http/body';
@@ -30,12 +29,13 @@ import { ifMatchOf, setEtag } from '../http/etag';
 
 export function serviceRoutes(deployments: Services, store: Store, idempotent: Middleware): Router {
   const router = new Router();
-  const serviceTag = (ctx: Context, env: Environment, name: string) => setEtag(ctx, deployments.tags(env, name).service);
-  const canaryTag = (ctx: Context, env: Environment, name: string) => setEtag(ctx, deployments.tags(env, name).canary);
+  /** The ETag of the service, or of its canary state, as the answer shows it. */
+  const serviceTag = (ctx: Context, view: object) => setEtag(ctx, deployments.tagsOf(view)?.service);
+  const canaryTag = (ctx: Context, view: object) => setEtag(ctx, deployments.tagsOf(view)?.canary);
 
-  router.get('/v1/services', function listServices(ctx) {
+  router.get('/v1/services', async function listServices(ctx) {
     const q = parseQuery(ctx, serviceListQuery);
-    const { items, total } = deployments.list(principalOf(ctx), q.env, q.status, q.per_page, offsetOf(q));
+    const { items, total } = await deployments.list(principalOf(ctx), q.env, q.status, q.per_page, offsetOf(q));
     okList(ctx, items, q, total);
   });
 
@@ -46,26 +46,26 @@ export function serviceRoutes(deployments: Services, store: Store, idempotent: M
       throw new ApiError('unsupported_media_type', `send the service spec as ${YAML_TYPES.join(', ')}; got ${type || 'no content type'}`);
     }
     const yaml = (await readRawBody(ctx)).toString('utf8');
-    const applied = deployments.apply(principalOf(ctx), q.env, yaml, q.dry_run, ifMatchOf(ctx));
-    if (!q.dry_run) serviceTag(ctx, q.env, applied.name);
+    const applied = await deployments.apply(principalOf(ctx), q.env, yaml, q.dry_run, ifMatchOf(ctx));
+    if (!q.dry_run) serviceTag(ctx, applied);
     ok(ctx, applied);
   });
 
-  router.get('/v1/services/:serviceName', function getService(ctx) {
+  router.get('/v1/services/:serviceName', async function getService(ctx) {
     const q = parseQuery(ctx, envOnly);
-    const service = deployments.get(principalOf(ctx), q.env, ctx.params.serviceName!);
-    serviceTag(ctx, q.env, service.name);
+    const service = await deployments.get(principalOf(ctx), q.env, ctx.params.serviceName!);
+    serviceTag(ctx, service);
     ok(ctx, service);
   });
 
-  router.delete('/v1/services/:serviceName', function deleteService(ctx) {
+  router.delete('/v1/services/:serviceName', async function deleteService(ctx) {
     const q = parseQuery(ctx, envOnly);
-    ok(ctx, deployments.remove(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx)));
+    ok(ctx, await deployments.remove(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx)));
   });
 
-  router.get('/v1/services/:serviceName/revisions', function revisionHistory(ctx) {
+  router.get('/v1/services/:serviceName/revisions', async function revisionHistory(ctx) {
     const q = parseQuery(ctx, historyQuery);
-    const { items, total } = deployments.history(principalOf(ctx), q.env, ctx.params.serviceName!, q.per_page, offsetOf(q));
+    const { items, total } = await deployments.history(principalOf(ctx), q.env, ctx.params.serviceName!, q.per_page, offsetOf(q));
     okList(ctx, items, q, total);
   });
 
@@ -77,44 +77,44 @@ export function serviceRoutes(deployments: Services, store: Store, idempotent: M
   router.post('/v1/services/:serviceName/rollback', async function rollback(ctx) {
     const q = parseQuery(ctx, rollbackQuery);
     await parseBody(ctx, emptyBody);
-    const service = deployments.rollback(principalOf(ctx), q.env, ctx.params.serviceName!, q.revision, ifMatchOf(ctx));
-    serviceTag(ctx, q.env, service.name);
+    const service = await deployments.rollback(principalOf(ctx), q.env, ctx.params.serviceName!, q.revision, ifMatchOf(ctx));
+    serviceTag(ctx, service);
     ok(ctx, service);
   });
 
-  router.get('/v1/services/:serviceName/canary', function getCanary(ctx) {
+  router.get('/v1/services/:serviceName/canary', async function getCanary(ctx) {
     const q = parseQuery(ctx, envOnly);
-    const canary = deployments.canary(principalOf(ctx), q.env, ctx.params.serviceName!);
-    canaryTag(ctx, q.env, canary.service);
+    const canary = await deployments.canary(principalOf(ctx), q.env, ctx.params.serviceName!);
+    canaryTag(ctx, canary);
     ok<CanaryState>(ctx, canary);
   });
 
   router.put('/v1/services/:serviceName/canary/weight', async function setCanaryWeight(ctx) {
     const q = parseQuery(ctx, envOnly);
     const body = await parseBody(ctx, weightBody);
-    const canary = deployments.setWeight(principalOf(ctx), q.env, ctx.params.serviceName!, body.weight, ifMatchOf(ctx));
-    canaryTag(ctx, q.env, canary.service);
+    const canary = await deployments.setWeight(principalOf(ctx), q.env, ctx.params.serviceName!, body.weight, ifMatchOf(ctx));
+    canaryTag(ctx, canary);
     ok<CanaryState>(ctx, canary);
   });
 
-  router.post('/v1/services/:serviceName/canary/halt', function haltCanary(ctx) {
+  router.post('/v1/services/:serviceName/canary/halt', async function haltCanary(ctx) {
     const q = parseQuery(ctx, envOnly);
-    const canary = deployments.halt(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx));
-    canaryTag(ctx, q.env, canary.service);
+    const canary = await deployments.halt(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx));
+    canaryTag(ctx, canary);
     ok<CanaryState>(ctx, canary);
   });
 
-  router.post('/v1/services/:serviceName/canary/promote', function promoteCanary(ctx) {
+  router.post('/v1/services/:serviceName/canary/promote', async function promoteCanary(ctx) {
     const q = parseQuery(ctx, envOnly);
-    const service = deployments.promote(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx));
-    serviceTag(ctx, q.env, service.name);
+    const service = await deployments.promote(principalOf(ctx), q.env, ctx.params.serviceName!, ifMatchOf(ctx));
+    serviceTag(ctx, service);
     ok(ctx, service);
   });
 
-  router.get('/v1/audit/deployments', function listDeploymentAudit(ctx) {
+  router.get('/v1/audit/deployments', async function listDeploymentAudit(ctx) {
     const q = parseQuery(ctx, deploymentAuditQuery);
     requireAccess(principalOf(ctx), 'deployments:read', 'administrator', 'reading the deployment audit');
-    const { items, total } = store.services.auditList({
+    const { items, total } = await store.services.auditList({
       service: q.service,
       environment: q.env,
       event: q.event,

@@ -74,6 +74,10 @@ export interface DeploymentRuntime {
   close(): void;
 }
 
+/**
+ * Makes a runtime. It hands its reports to `report` from its timers and events, in order per
+ * service; `report` takes each at once and never throws (the API records them later, in that order).
+ */
 export type RuntimeFactory = (report: (r: RuntimeReport) => void, log: Logger) => DeploymentRuntime;
 
 /** One runtime per environment (`TETHER_DEPLOY_RUNTIME_DEV` …): each environment's calls go to its own. */

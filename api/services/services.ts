@@ -1,12 +1,13 @@
 /**
  * @module Services (docs/http-api.md, deployments): apply (`./apply`), rollback (`./rollback`),
- * delete and canary (`./canary`) operations, the reads, and the runtime's reports. Each state
- * change is one SQLite transaction together with its revision and audit rows (`./records`), so a
- * crash never leaves a half-applied revision; the runtime is told only after the commit, and
+ * delete and canary (`./canary`) operations, the reads, and the runtime's reports (`./reports`).
+ * Each state change is one transaction together with its revision and audit rows, made in place
+ * of the service row as it was read (`./records`), so a crash never leaves a half-applied revision
+ * and no peer's change is lost to another's; the runtime is told only after the commit, and
  * rollouts still `deploying` are resumed at start-up.
  */
 import type { Logger } from '../../shared/log';
-import type { ReplicaLogs } from '../../shared/api/services';
+import type { ReplicaLogs, Service, ServiceDetail } from '../../shared/api/services';
 import { requireAccess } from '../access';
 import { ApiError } from '../errors';
 import { unconditional, type Precondition } from '../preconditions';
@@ -16,10 +17,9 @@ import type { Principal } from '../store/tokens';
 import { createApply } from './apply';
 import { createCanary } from './canary';
 import { createServiceRecords } from './records';
+import { createReports } from './reports';
 import { createRollback } from './rollback';
-import type { DeploymentRuntime, RuntimeReport } from './runtime';
-import { SERVICE_NAME } from './spec';
-import { deriveStatus, statusMessage, syncStatus } from './status';
+import type { DeploymentRuntime } from './runtime';
 
 export interface DeploymentDeps {
   store: Store;
@@ -30,27 +30,28 @@ export interface DeploymentDeps {
 
 export function createServices({ store, runtime, log, now }: DeploymentDeps) {
   const records = createServiceRecords({ store, runtime, now });
-  const { repo, serviceOr404, serviceTag, canaryTag, audit } = records;
+  const { repo, serviceOr404, serviceTag, audit } = records;
   const { canary, setWeight, halt, promote } = createCanary(records, runtime, log);
+  const { onReport, idle } = createReports(records, log);
 
   return {
     apply: createApply(records, log),
 
-    list(principal: Principal, env: Environment, status: ServiceRow['status'] | undefined, limit: number, offset: number) {
+    async list(principal: Principal, env: Environment, status: ServiceRow['status'] | undefined, limit: number, offset: number) {
       requireAccess(principal, 'deployments:read', 'developer');
-      const { items, total } = repo.list(env, status, limit, offset);
-      return { items: items.map((r) => records.listed(r)), total };
+      const { items, total } = await repo.list(env, status, limit, offset);
+      return { items: await Promise.all(items.map((r): Promise<Service> => records.listed(r))), total };
     },
 
-    get(principal: Principal, env: Environment, name: string) {
+    async get(principal: Principal, env: Environment, name: string): Promise<ServiceDetail> {
       requireAccess(principal, 'deployments:read', 'developer');
-      return records.detail(serviceOr404(name, env));
+      return records.detail(await serviceOr404(name, env));
     },
 
-    history(principal: Principal, env: Environment, name: string, limit: number, offset: number) {
+    async history(principal: Principal, env: Environment, name: string, limit: number, offset: number) {
       requireAccess(principal, 'deployments:read', 'developer');
-      const row = serviceOr404(name, env);
-      const { items, total } = repo.history(name, env, limit, offset);
+      const row = await serviceOr404(name, env);
+      const { items, total } = await repo.history(name, env, limit, offset);
       return {
         items: items.map((r) => ({
           revision: r.revision,
@@ -65,14 +66,16 @@ export function createServices({ store, runtime, log, now }: DeploymentDeps) {
 
     rollback: createRollback(records, log),
 
-    /** Removes the service in that environment for good; its pods are terminated. */
-    remove(principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional) {
+    /** Removes the service in that environment for good (as it was when checked); its pods are terminated. */
+    async remove(principal: Principal, env: Environment, name: string, precondition: Precondition = unconditional) {
       requireAccess(principal, 'deployments:write', 'platform-engineer', 'deleting services');
-      const row = serviceOr404(name, env);
-      precondition(serviceTag(row));
-      records.transact(() => {
-        repo.delete(name, env);
-        audit('service.deleted', row, row.current_revision, principal.username);
+      await records.retrying(async () => {
+        const row = await serviceOr404(name, env);
+        precondition(serviceTag(row));
+        await records.transact(async (tx) => {
+          if (!(await tx.services.delete(name, env, row))) records.raced(name, env);
+          await audit(tx, 'service.deleted', row, row.current_revision, principal.username);
+        });
       });
       runtime.remove(name, env);
       records.readiness.forget(name, env);
@@ -83,7 +86,7 @@ export function createServices({ store, runtime, log, now }: DeploymentDeps) {
     /** The replicas' recent log lines (at most `lines` each), as the runtime keeps them; none for the simulated one. */
     async logs(principal: Principal, env: Environment, name: string, lines: number): Promise<ReplicaLogs[]> {
       requireAccess(principal, 'deployments:read', 'developer');
-      serviceOr404(name, env);
+      await serviceOr404(name, env);
       let replicas: ReplicaLogs[];
       try {
         replicas = (await runtime.logs?.(name, env, lines)) ?? [];
@@ -99,31 +102,21 @@ export function createServices({ store, runtime, log, now }: DeploymentDeps) {
     halt,
     promote,
 
-    /** The current tags of a service and of its canary state (none: no such service). */
-    tags(env: Environment, name: string): { service?: string; canary?: string } {
-      const row = SERVICE_NAME.test(name) ? repo.get(name, env) : undefined;
-      return row ? { service: serviceTag(row), canary: canaryTag(row) } : {};
-    },
-
     /**
-     * A runtime report: replicas ready for a rollout (in all, and per revision), and why it
-     * failed when it did; stale rollouts are ignored.
+     * The tags of the service and of its canary state as a view this returned (from `get`,
+     * `apply`, `rollback`, `promote`, the canary operations) shows them: of the very row it was
+     * made from, whatever changed since. Undefined for other objects.
      */
-    onReport(report: RuntimeReport): void {
-      const row = repo.get(report.service, report.environment);
-      if (!row || row.rollout !== report.rollout) return;
-      records.readiness.record(report);
-      const status = deriveStatus(row.status, row.desired_replicas, report);
-      const message = statusMessage(status, report, row.desired_replicas, row.status_message);
-      repo.progress(row.name, row.environment, row.rollout, report.ready, status, syncStatus(row.desired_replicas, report.ready), message);
-      // Not the message: the container's log lines in it are the service's, and may hold anything.
-      if (status !== row.status) log.info('service status changed', { service: row.name, environment: row.environment, status });
-    },
+    tagsOf: records.tagsOf,
+
+    onReport,
+    idle,
 
     /** Rollouts that were under way when the server stopped carry on from where they were. */
-    resume(): number {
-      const rows = repo.deploying();
-      for (const row of rows) runtime.apply(records.targetOf(row));
+    async resume(): Promise<number> {
+      const rows = await repo.deploying();
+      const targets = await Promise.all(rows.map((row) => records.targetOf(row)));
+      for (const target of targets) runtime.apply(target);
       if (rows.length > 0) log.info('resumed rollouts', { count: rows.length });
       return rows.length;
     },

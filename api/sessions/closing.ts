@@ -27,59 +27,59 @@ export function createClosing({ store, relay, log, now, idle, idleSeconds }: Clo
   const iso = (ms: number) => new Date(ms).toISOString();
 
   /** Closes one open session with its audit event; undefined if it was not open. */
-  const closeInTx = store.db.transaction((sessionId: string, reason: CloseReason, actor: string, why?: string) => {
-    const row = store.sessions.close(sessionId, reason, iso(now()));
-    if (row) {
-      store.audit.append({
-        event: reason === 'expired' ? 'session.expired' : 'session.closed',
-        session_id: row.session_id,
-        device_id: row.device_id,
-        protocol: row.protocol,
-        actor,
-        owner: row.opened_by,
-        reason: why ?? reason,
-        at: row.closed_at!,
-        trace_id: row.trace_id,
-        targets: row.targets,
-      });
-    }
-    return row;
-  });
+  const closeInTx = (sessionId: string, reason: CloseReason, actor: string, why?: string) =>
+    store.transaction(async (tx) => {
+      const row = await tx.sessions.close(sessionId, reason, iso(now()));
+      if (row) {
+        await tx.audit.append({
+          event: reason === 'expired' ? 'session.expired' : 'session.closed',
+          session_id: row.session_id,
+          device_id: row.device_id,
+          protocol: row.protocol,
+          actor,
+          owner: row.opened_by,
+          reason: why ?? reason,
+          at: row.closed_at!,
+          trace_id: row.trace_id,
+          targets: row.targets,
+        });
+      }
+      return row;
+    });
 
   /** Closes the sessions still open among `sessionIds` and tells the relay; returns them as closed. */
-  function closeAndNotify(sessionIds: string[], reason: CloseReason, actor: string, why?: string): SessionRow[] {
+  async function closeAndNotify(sessionIds: string[], reason: CloseReason, actor: string, why?: string): Promise<SessionRow[]> {
     const closed: SessionRow[] = [];
     for (const id of sessionIds) {
-      const row = closeInTx(id, reason, actor, why);
-      if (row) {
-        closed.push(row);
-        idle.forget(id);
-      }
+      const row = await closeInTx(id, reason, actor, why);
+      // Closed now, or before (by another peer, or another request): nothing to watch either way.
+      idle.forget(id);
+      if (row) closed.push(row);
     }
     // The relay ends the streams and writes their last byte counts, so read the rows again:
     // a closed session's counters are exact.
-    for (const row of closed) relay.sessionClosed(row);
-    return closed.map((row) => store.sessions.get(row.session_id) ?? row);
+    for (const row of closed) await relay.sessionClosed(row);
+    return Promise.all(closed.map(async (row) => (await store.sessions.get(row.session_id)) ?? row));
   }
 
   /**
    * Expires every open session whose time has come, closes those whose token expired (a session
    * never outlives the token that opened it), then those nobody used for the idle time.
    */
-  function expireDue(): SessionRow[] {
+  async function expireDue(): Promise<SessionRow[]> {
     const at = iso(now());
-    const expired = closeAndNotify(store.sessions.dueIds(at), 'expired', SYSTEM_ACTOR);
+    const expired = await closeAndNotify(await store.sessions.dueIds(at), 'expired', SYSTEM_ACTOR);
     for (const s of expired) log.info('session expired', { session_id: s.session_id, trace_id: s.trace_id });
-    const orphaned = closeAndNotify(store.sessions.dueByTokenIds(at), 'token_expired', SYSTEM_ACTOR);
+    const orphaned = await closeAndNotify(await store.sessions.dueByTokenIds(at), 'token_expired', SYSTEM_ACTOR);
     for (const s of orphaned) log.info('session closed: its token expired', { session_id: s.session_id, trace_id: s.trace_id });
-    const unused = closeAndNotify(idle.dueIds(), 'idle', SYSTEM_ACTOR);
+    const unused = await closeAndNotify(idle.dueIds(), 'idle', SYSTEM_ACTOR);
     for (const s of unused) log.info('session closed: no client for the idle time', { session_id: s.session_id, trace_id: s.trace_id, idle_s: idleSeconds });
     return [...expired, ...orphaned, ...unused];
   }
 
   /** The earliest moment (ISO) an open session expires, loses its token or goes idle. */
-  function nextDue(): string | null {
-    const expiry = store.sessions.nextExpiry();
+  async function nextDue(): Promise<string | null> {
+    const expiry = await store.sessions.nextExpiry();
     const idleAt = idle.nextDue();
     if (idleAt === undefined) return expiry;
     return expiry !== null && Date.parse(expiry) <= idleAt ? expiry : iso(idleAt);

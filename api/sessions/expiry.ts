@@ -18,9 +18,9 @@ export interface ExpiryTimerDeps {
   log: Logger;
   now: () => number;
   /** The earliest moment (ISO) an open session must be looked at, or null when none is open. */
-  nextDue(): string | null;
+  nextDue(): Promise<string | null>;
   /** Ends every session whose moment has come. */
-  expireDue(): void;
+  expireDue(): Promise<unknown>;
 }
 
 export function createExpiryTimer({ log, now, nextDue, expireDue }: ExpiryTimerDeps) {
@@ -28,16 +28,22 @@ export function createExpiryTimer({ log, now, nextDue, expireDue }: ExpiryTimerD
   let sweeper: NodeJS.Timeout | undefined;
   let armedFor: number | undefined;
   let stopped = true;
+  /** The run in progress: runs never overlap, and a run asked for during one follows it. */
+  let running: Promise<void> | undefined;
+  let again = false;
 
-  function arm(): void {
+  /** Sets the timer for `at` (ms), replacing the one set. */
+  function setFor(at: number | undefined): void {
     clearTimeout(timer);
     timer = undefined;
-    armedFor = undefined;
-    if (stopped) return;
-    const next = nextDue();
-    if (next === null) return;
-    armedFor = Date.parse(next);
-    timer = setTimeout(onTimer, Math.min(Math.max(0, armedFor - now()), MAX_TIMER_MS));
+    armedFor = at;
+    if (stopped || at === undefined) return;
+    timer = setTimeout(onTimer, Math.min(Math.max(0, at - now()), MAX_TIMER_MS));
+  }
+
+  async function arm(): Promise<void> {
+    const next = await nextDue();
+    setFor(next === null ? undefined : Date.parse(next));
   }
 
   function onTimer(): void {
@@ -46,36 +52,53 @@ export function createExpiryTimer({ log, now, nextDue, expireDue }: ExpiryTimerD
   }
 
   function run(): void {
-    try {
-      expireDue();
-      arm();
-    } catch (err) {
-      log.error('session expiry failed; retrying', { err });
-      clearTimeout(timer);
-      armedFor = undefined;
-      if (!stopped) timer = setTimeout(onTimer, RETRY_AFTER_ERROR_MS);
+    if (running) {
+      again = true;
+      return;
     }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await expireDue();
+          await arm();
+        } catch (err) {
+          log.error('session expiry failed; retrying', { err });
+          setFor(now() + RETRY_AFTER_ERROR_MS);
+        }
+      } while (again && !stopped);
+    })().finally(() => (running = undefined));
   }
 
   return {
     /** Arms the timer and the safety sweep. */
     start(): void {
       stopped = false;
-      arm();
+      run();
       sweeper = setInterval(run, SAFETY_SWEEP_MS);
       sweeper.unref();
     },
 
     /** A session was opened that must be looked at by `endsAt` (ms): re-arm if that is sooner. */
     opened(endsAt: number): void {
-      if (!stopped && (armedFor === undefined || endsAt < armedFor)) arm();
+      if (!stopped && (armedFor === undefined || endsAt < armedFor)) setFor(endsAt);
     },
 
-    /** Disarms both timers. */
-    stop(): void {
+    /** Resolves once no run is in progress (one asked for during a run included). */
+    async settled(): Promise<void> {
+      while (running) await running;
+    },
+
+    /** Which of its timers are set: the precise one (for the next moment due) and the safety sweep. */
+    armed: (): { timer: boolean; sweep: boolean } => ({ timer: timer !== undefined, sweep: !stopped }),
+
+    /** Disarms both timers; resolves once a run in progress has ended. */
+    async stop(): Promise<void> {
       stopped = true;
       clearInterval(sweeper);
-      arm();
+      sweeper = undefined;
+      setFor(undefined);
+      await running;
     },
   };
 }

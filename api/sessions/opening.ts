@@ -69,8 +69,8 @@ export function createOpener({ store, relay, log, now, idleSeconds }: OpenerDeps
   const iso = (ms: number) => new Date(ms).toISOString();
 
   /** The 409 of an open refused by the one-session-per-protocol rule: whose session it is, and since when. */
-  function heldBy(req: OpenRequest): ApiError {
-    const holder = store.sessions.holderOf(req.device_id, req.protocol);
+  async function heldBy(req: OpenRequest): Promise<ApiError> {
+    const holder = await store.sessions.holderOf(req.device_id, req.protocol);
     const what = `a ${req.protocol} session is already open for device ${req.device_id}`;
     // Closed in the meantime: the caller may simply try again.
     if (!holder) return conflict(`${what}; it is closing now, try again`);
@@ -85,27 +85,28 @@ export function createOpener({ store, relay, log, now, idleSeconds }: OpenerDeps
     );
   }
 
-  const openInTx = store.db.transaction((row: Parameters<Store['sessions']['insert']>[0]) => {
-    store.sessions.insert(row);
-    store.audit.append({
-      event: 'session.opened',
-      session_id: row.session_id,
-      device_id: row.device_id,
-      protocol: row.protocol,
-      actor: row.opened_by,
-      owner: row.opened_by,
-      reason: null,
-      at: row.opened_at,
-      trace_id: row.trace_id,
-      targets: row.targets,
+  const openInTx = (row: Parameters<Store['sessions']['insert']>[0]) =>
+    store.transaction(async (tx) => {
+      await tx.sessions.insert(row);
+      await tx.audit.append({
+        event: 'session.opened',
+        session_id: row.session_id,
+        device_id: row.device_id,
+        protocol: row.protocol,
+        actor: row.opened_by,
+        owner: row.opened_by,
+        reason: null,
+        at: row.opened_at,
+        trace_id: row.trace_id,
+        targets: row.targets,
+      });
     });
-  });
 
   /** Opens a session; checks run in the documented order: 403, 404, 503, 422, 409. */
-  return function openSession(principal: Principal, req: OpenRequest): SessionRow {
+  return async function openSession(principal: Principal, req: OpenRequest): Promise<SessionRow> {
     const minimum = PROTOCOL_MIN_ROLE[req.protocol];
     requireAccess(principal, 'sessions:write', minimum, `opening a ${req.protocol} session`);
-    const device = store.devices.get(req.device_id);
+    const device = await store.devices.get(req.device_id);
     if (!device) throw notFound(`no device ${req.device_id}`);
     if (relay.available?.() === false) {
       throw new ApiError('unavailable', 'the cluster bus (NATS) is unreachable, so no device can be reached now; retry once it is back', undefined, {
@@ -135,12 +136,12 @@ export function createOpener({ store, relay, log, now, idleSeconds }: OpenerDeps
       targets: req.protocol === 'port-forward' ? (req.targets ?? []) : null,
     };
     try {
-      openInTx(row);
+      await openInTx(row);
     } catch (err) {
-      if (isUniqueViolation(err)) throw heldBy(req);
+      if (isUniqueViolation(err)) throw await heldBy(req);
       throw err;
     }
-    const session = store.sessions.get(row.session_id)!;
+    const session = (await store.sessions.get(row.session_id))!;
     log.info('session opened', { session_id: session.session_id, trace_id: session.trace_id, user: principal.username });
     return session;
   };

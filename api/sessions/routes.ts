@@ -31,22 +31,29 @@ export interface SessionRoutesDeps {
   /** Safe retries of session opens (api/http/idempotency.ts). */
   idempotent: Middleware;
   /** The session's recording as its record shows it, or null. */
-  recordingOf(sessionId: string): Recording | null;
+  recordingOf(sessionId: string): Promise<Recording | null>;
 }
 
 export function sessionRoutes(deps: SessionRoutesDeps): Router {
   const { store, sessions, ticketer, wsBase } = deps;
   const router = new Router();
 
+  /** Where a device's streams are joined: the node (this one, or a peer) that holds its agent (docs/peers.md). */
+  async function streamBase(deviceId: string): Promise<string> {
+    const url = await store.devices.streamUrlOf(deviceId);
+    return url === undefined ? wsBase() : url.replace(/^http/, 'ws');
+  }
+
   /**
    * The session record. `websocket_url` only while it is open, and only for a token that may join
    * it (the owner's or an administrator's, with `sessions:write`): its ticket names that token.
+   * It names the node that holds the device's agent, so the stream is spliced there.
    */
-  function view(row: SessionRow, p: Principal): Session {
+  async function view(row: SessionRow, p: Principal): Promise<Session> {
     const { session_id, device_id, protocol, status, ttl_seconds, opened_by, opened_at, expires_at } = row;
     const websocket_url =
       status === 'open' && mayJoin(p, row)
-        ? `${wsBase()}/v1/remote-access/sessions/${session_id}/stream?ticket=${ticketer.issue(session_id, p.token_id)}`
+        ? `${await streamBase(device_id)}/v1/remote-access/sessions/${session_id}/stream?ticket=${ticketer.issue(session_id, p.token_id)}`
         : undefined;
     return {
       session_id,
@@ -64,20 +71,15 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
       bytes_from_device: row.bytes_from_device,
       trace_id: row.trace_id,
       ...(row.targets && { targets: row.targets }),
-      recording: deps.recordingOf(session_id),
+      recording: await deps.recordingOf(session_id),
     };
   }
 
-  router.get('/v1/remote-access/sessions', function listSessions(ctx) {
+  router.get('/v1/remote-access/sessions', async function listSessions(ctx) {
     const q = parseQuery(ctx, sessionListQuery);
     const p = principalOf(ctx);
-    const { items, total } = sessions.list(p, { ...q, limit: q.per_page, offset: offsetOf(q) });
-    okList<Session>(
-      ctx,
-      items.map((s) => view(s, p)),
-      q,
-      total,
-    );
+    const { items, total } = await sessions.list(p, { ...q, limit: q.per_page, offset: offsetOf(q) });
+    okList<Session>(ctx, await Promise.all(items.map((s) => view(s, p))), q, total);
   });
 
   router.post(
@@ -87,26 +89,26 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
     async function openSession(ctx) {
       const body = await parseBody(ctx, openSessionBody);
       const p = principalOf(ctx);
-      ok<Session>(ctx, view(sessions.open(p, body), p), 201);
+      ok<Session>(ctx, await view(await sessions.open(p, body), p), 201);
     },
   );
 
-  router.get('/v1/remote-access/sessions/:sessionId', function getSession(ctx) {
+  router.get('/v1/remote-access/sessions/:sessionId', async function getSession(ctx) {
     const p = principalOf(ctx);
-    ok<Session>(ctx, view(sessions.get(p, ctx.params.sessionId!), p));
+    ok<Session>(ctx, await view(await sessions.get(p, ctx.params.sessionId!), p));
   });
 
-  router.delete('/v1/remote-access/sessions/:sessionId', function closeSession(ctx) {
+  router.delete('/v1/remote-access/sessions/:sessionId', async function closeSession(ctx) {
     const p = principalOf(ctx);
-    ok<Session>(ctx, view(sessions.close(p, ctx.params.sessionId!), p));
+    ok<Session>(ctx, await view(await sessions.close(p, ctx.params.sessionId!), p));
   });
 
-  router.get('/v1/audit/remote-access', rateLimit(deps.auditLimiter, AUDIT_LIST_PER_MINUTE), function listAudit(ctx) {
+  router.get('/v1/audit/remote-access', rateLimit(deps.auditLimiter, AUDIT_LIST_PER_MINUTE), async function listAudit(ctx) {
     const q = parseQuery(ctx, sessionAuditQuery);
     const p = principalOf(ctx);
     requireAccess(p, 'sessions:read', 'developer');
     const owner = hasRole(p.role, 'administrator') ? undefined : p.username;
-    const { items, total } = store.audit.list({ ...q, owner, limit: q.per_page, offset: offsetOf(q) });
+    const { items, total } = await store.audit.list({ ...q, owner, limit: q.per_page, offset: offsetOf(q) });
     // `targets` appears where the session has them (port-forward), as in the session record.
     okList<AuditEvent>(
       ctx,

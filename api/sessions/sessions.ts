@@ -33,9 +33,14 @@ export interface SessionsDeps {
   now: () => number;
   /** How long a session may have no client connected (s); default DEFAULT_IDLE_S. */
   idleSeconds?: number | undefined;
+  /**
+   * Sessions are shared with peers (docs/peers.md): a peer starting or stopping leaves the open
+   * ones to the others, instead of closing them `server_shutdown` as the one process does.
+   */
+  shared?: boolean | undefined;
 }
 
-export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_IDLE_S }: SessionsDeps) {
+export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_IDLE_S, shared = false }: SessionsDeps) {
   const idle = createIdleClock({ idleMs: idleSeconds * 1000, now });
   const { closeAndNotify, expireDue, nextDue } = createClosing({ store, relay, log, now, idle, idleSeconds });
   const timer = createExpiryTimer({ log, now, nextDue, expireDue });
@@ -43,8 +48,8 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
 
   return {
     /** Opens a session; checks run in the documented order: 403, 404, 503, 422, 409. */
-    open(principal: Principal, req: OpenRequest): SessionRow {
-      const session = openSession(principal, req);
+    async open(principal: Principal, req: OpenRequest): Promise<SessionRow> {
+      const session = await openSession(principal, req);
       // Nobody is connected yet: the session is idle from its opening.
       idle.opened(session.session_id, Date.parse(session.opened_at));
       timer.opened(
@@ -59,35 +64,42 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
     list: (principal: Principal, q: Omit<SessionQuery, 'opened_by'>) => listVisible(store, principal, q),
 
     /** Closes a session the caller may close; a closed or invisible one is 404. */
-    close(principal: Principal, sessionId: string): SessionRow {
-      const row = visibleSession(store, principal, sessionId, 'sessions:write');
+    async close(principal: Principal, sessionId: string): Promise<SessionRow> {
+      const row = await visibleSession(store, principal, sessionId, 'sessions:write');
       if (row.status !== 'open') throw notFound(`session ${sessionId} is already closed`);
-      const [closed] = closeAndNotify([sessionId], 'closed', principal.username);
+      const [closed] = await closeAndNotify([sessionId], 'closed', principal.username);
       if (!closed) throw notFound(`session ${sessionId} is already closed`);
       log.info('session closed', { session_id: sessionId, trace_id: closed.trace_id, user: principal.username });
       return closed;
     },
 
     /** Closes every open session of a device (it is being deleted). */
-    closeAllOfDevice: (deviceId: string, reason: CloseReason) => closeAndNotify(store.sessions.openIdsOfDevice(deviceId), reason, SYSTEM_ACTOR),
+    closeAllOfDevice: async (deviceId: string, reason: CloseReason) => closeAndNotify(await store.sessions.openIdsOfDevice(deviceId), reason, SYSTEM_ACTOR),
 
     /**
      * Closes every open session opened with a token that was just revoked (or whose user was
      * disabled or deleted: `why` says which, in the audit): whoever holds one of their tickets
      * loses the stream too.
      */
-    closeAllOfToken: (tokenId: string, why: CutOffReason = 'token_revoked') =>
-      closeAndNotify(store.sessions.openIdsOfToken(tokenId), 'closed', SYSTEM_ACTOR, why),
+    closeAllOfToken: async (tokenId: string, why: CutOffReason = 'token_revoked') =>
+      closeAndNotify(await store.sessions.openIdsOfToken(tokenId), 'closed', SYSTEM_ACTOR, why),
 
     expireDue,
+
+    /** Resolves once the expiry run in progress (if any) has ended: what was due is closed. */
+    settled: () => timer.settled(),
+
+    /** Which expiry timers are set (the next due moment's, and the safety sweep). */
+    timers: () => timer.armed(),
 
     /**
      * At start-up: sessions whose time passed while the server was down are expired; the
      * others lost their tunnels with the server and are closed as `server_shutdown`.
      */
-    reconcile(): { expired: number; closed: number } {
-      const expired = expireDue().length;
-      const closed = closeAndNotify(store.sessions.openIds(), 'server_shutdown', SYSTEM_ACTOR).length;
+    async reconcile(): Promise<{ expired: number; closed: number }> {
+      const expired = (await expireDue()).length;
+      if (shared) return { expired, closed: 0 };
+      const closed = (await closeAndNotify(await store.sessions.openIds(), 'server_shutdown', SYSTEM_ACTOR)).length;
       return { expired, closed };
     },
 
@@ -95,10 +107,24 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
      * Arms the expiry timer and the safety sweep. Sessions still open (a cluster's edges may hold
      * their clients) get a fresh idle window from now: who is connected was this process's memory.
      */
-    start(): void {
+    async start(): Promise<void> {
       const t = now();
-      for (const id of store.sessions.openIds()) idle.opened(id, t);
+      for (const id of await store.sessions.openIds()) idle.opened(id, t);
       timer.start();
+    },
+
+    /**
+     * Another peer opened a session: its idle clock starts now here too, and the timer looks at
+     * it by its end, so that whichever peer is alive closes it on time.
+     */
+    openedElsewhere(sessionId: string, expiresAt: number): void {
+      idle.opened(sessionId, now());
+      timer.opened(Math.min(expiresAt, now() + idle.idleMs));
+    },
+
+    /** Another peer closed a session: nothing to watch here any more. */
+    closedElsewhere(sessionId: string): void {
+      idle.forget(sessionId);
     },
 
     /**
@@ -124,9 +150,10 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
     },
 
     /** Closes every open session (server shutdown) and disarms the timer. */
-    shutdown(): number {
-      timer.stop();
-      return closeAndNotify(store.sessions.openIds(), 'server_shutdown', SYSTEM_ACTOR).length;
+    async shutdown(): Promise<number> {
+      await timer.stop();
+      if (shared) return 0;
+      return (await closeAndNotify(await store.sessions.openIds(), 'server_shutdown', SYSTEM_ACTOR)).length;
     },
   };
 }

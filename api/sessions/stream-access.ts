@@ -30,17 +30,17 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
   const deny = (code: number, reason: string): StreamAccess => ({ ok: false, code, reason });
 
   /** The principal of the token a ticket was shown to, if that token still admits anyone. */
-  function ticketHolder(tokenId: string): Principal | undefined {
-    const token = store.tokens.get(tokenId);
+  async function ticketHolder(tokenId: string): Promise<Principal | undefined> {
+    const token = await store.tokens.get(tokenId);
     if (!token || token.revoked_at !== null) return undefined;
     if (token.expires_at !== null && Date.parse(token.expires_at) <= now()) return undefined;
-    const user = store.users.get(token.username);
+    const user = await store.users.get(token.username);
     if (!user || user.disabled) return undefined;
     return { ...token, role: user.role, kind: user.kind };
   }
 
-  function auditJoin(session: SessionRow, joiner: Principal): void {
-    store.audit.append({
+  async function auditJoin(session: SessionRow, joiner: Principal): Promise<void> {
+    await store.audit.append({
       event: 'session.joined',
       session_id: session.session_id,
       device_id: session.device_id,
@@ -67,8 +67,8 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
     return undefined;
   }
 
-  return function authorizeStream(sessionId: string, credentials: StreamCredentials): StreamAccess {
-    const session = store.sessions.get(sessionId);
+  return async function authorizeStream(sessionId: string, credentials: StreamCredentials): Promise<StreamAccess> {
+    const session = await store.sessions.get(sessionId);
     let bearer: { tokenId: string; tokenExpiresAt?: string } | undefined;
     let joiner: Principal | undefined;
     if (credentials.ticket !== undefined || credentials.ticketDigest !== undefined) {
@@ -78,12 +78,12 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
       // A genuine ticket of a closed session says so; of an open one, its token must still admit.
       const end = ended(session);
       if (end) return end;
-      joiner = ticketHolder(tokenId);
+      joiner = await ticketHolder(tokenId);
       if (!joiner || !mayJoin(joiner, session)) {
         return deny(STREAM_CLOSE.unknownSession, 'bad ticket: the token it was issued to may not join this session now');
       }
     } else if (credentials.bearer !== undefined || credentials.bearerDigest !== undefined) {
-      joiner = credentials.bearer !== undefined ? tokens.resolve(credentials.bearer, now()) : tokens.resolveHash(credentials.bearerDigest!, now());
+      joiner = credentials.bearer !== undefined ? await tokens.resolve(credentials.bearer, now()) : await tokens.resolveHash(credentials.bearerDigest!, now());
       if (!joiner) return deny(STREAM_CLOSE.noCredentials, 'token is unknown, expired or revoked');
       if (!session || !mayJoin(joiner, session)) return deny(STREAM_CLOSE.unknownSession, 'unknown session');
       const end = ended(session);
@@ -94,7 +94,7 @@ export function createStreamAccess(store: Store, tokens: TokenResolver, ticketer
     }
     // Audited when admitted: a join the relay then refuses (another client is connected) is
     // recorded too, rather than a join that happens going unrecorded.
-    if (joiner.username !== session.opened_by) auditJoin(session, joiner);
+    if (joiner.username !== session.opened_by) await auditJoin(session, joiner);
     return {
       ok: true,
       grant: {

@@ -17,15 +17,15 @@ export const canSee = (p: Principal, s: SessionRow) => isAdmin(p) || s.opened_by
 export const mayJoin = (p: Principal, s: SessionRow): boolean => canSee(p, s) && hasScope(p, 'sessions:write');
 
 /** The session if the caller may see it, else 404 (existence never leaks). */
-export function visibleSession(store: Store, principal: Principal, sessionId: string, scope: Scope = 'sessions:read'): SessionRow {
+export async function visibleSession(store: Store, principal: Principal, sessionId: string, scope: Scope = 'sessions:read'): Promise<SessionRow> {
   requireAccess(principal, scope, 'developer');
-  const row = store.sessions.get(sessionId);
+  const row = await store.sessions.get(sessionId);
   if (!row || !canSee(principal, row)) throw notFound(`no session ${sessionId}`);
   return row;
 }
 
 /** The sessions the caller may see that match the query. */
-export function listVisible(store: Store, principal: Principal, q: Omit<SessionQuery, 'opened_by'>) {
+export async function listVisible(store: Store, principal: Principal, q: Omit<SessionQuery, 'opened_by'>) {
   requireAccess(principal, 'sessions:read', 'developer');
   return store.sessions.list({ ...q, opened_by: isAdmin(principal) ? undefined : principal.username });
 }

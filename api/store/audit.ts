@@ -1,5 +1,6 @@
 /** @module The remote-access audit log: append-only events, newest first when listed. */
-import type { Db } from './db';
+import type { ExpressionBuilder } from 'kysely';
+import type { Executor, Schema } from './schema';
 import type { SessionProtocol } from '../../shared/protocol/control-channel';
 
 /** `session.joined`: someone other than its owner (an administrator) connected to a session's stream. */
@@ -34,40 +35,50 @@ export interface AuditQuery {
   offset: number;
 }
 
-const FILTER = `(@session_id IS NULL OR session_id = @session_id)
-  AND (@device_id IS NULL OR device_id = @device_id)
-  AND (@event IS NULL OR event = @event)
-  AND (@actor IS NULL OR actor = @actor)
-  AND (@since IS NULL OR at > @since)
-  AND (@owner IS NULL OR owner = @owner)`;
+/** The filters of a listing, as a WHERE clause. */
+function matching(q: Omit<AuditQuery, 'limit' | 'offset'>) {
+  return (eb: ExpressionBuilder<Schema, 'audit_events'>) => {
+    const terms = [];
+    if (q.session_id !== undefined) terms.push(eb('session_id', '=', q.session_id));
+    if (q.device_id !== undefined) terms.push(eb('device_id', '=', q.device_id));
+    if (q.event !== undefined) terms.push(eb('event', '=', q.event));
+    if (q.actor !== undefined) terms.push(eb('actor', '=', q.actor));
+    if (q.since !== undefined) terms.push(eb('at', '>', q.since));
+    if (q.owner !== undefined) terms.push(eb('owner', '=', q.owner));
+    return eb.and(terms);
+  };
+}
 
-const COLUMNS = 'id, event, session_id, device_id, protocol, actor, reason, at, trace_id, targets';
+const COLUMNS = ['id', 'event', 'session_id', 'device_id', 'protocol', 'actor', 'reason', 'at', 'trace_id', 'targets'] as const;
 
-export function createAuditRepo(db: Db) {
-  const insert = db.prepare(
-    `INSERT INTO audit_events (event, session_id, device_id, protocol, actor, owner, reason, at, trace_id, targets)
-     VALUES (@event, @session_id, @device_id, @protocol, @actor, @owner, @reason, @at, @trace_id, @targets)`,
-  );
-  const page = db.prepare<[Record<string, unknown>], Omit<AuditEvent, 'targets'> & { targets: string | null }>(
-    `SELECT ${COLUMNS} FROM audit_events WHERE ${FILTER} ORDER BY id DESC LIMIT @limit OFFSET @offset`,
-  );
-  const count = db.prepare<[Record<string, unknown>], { n: number }>(`SELECT COUNT(*) AS n FROM audit_events WHERE ${FILTER}`);
-
+export function createAuditRepo(db: Executor) {
   return {
-    append(event: Omit<AuditEvent, 'id'> & { owner: string }): void {
-      insert.run({ ...event, targets: event.targets === null ? null : JSON.stringify(event.targets) });
+    async append(event: Omit<AuditEvent, 'id'> & { owner: string }): Promise<void> {
+      await db
+        .insertInto('audit_events')
+        .values({ ...event, targets: event.targets === null ? null : JSON.stringify(event.targets) })
+        .execute();
     },
-    list(q: AuditQuery): { items: AuditEvent[]; total: number } {
-      const p = {
-        session_id: q.session_id ?? null,
-        device_id: q.device_id ?? null,
-        event: q.event ?? null,
-        actor: q.actor ?? null,
-        since: q.since ?? null,
-        owner: q.owner ?? null,
+    async list(q: AuditQuery): Promise<{ items: AuditEvent[]; total: number }> {
+      const where = matching(q);
+      const [items, count] = await Promise.all([
+        db.selectFrom('audit_events').select(COLUMNS).where(where).orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
+        db
+          .selectFrom('audit_events')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where(where)
+          .executeTakeFirstOrThrow(),
+      ]);
+      return {
+        items: items.map((e) => ({
+          ...e,
+          id: Number(e.id),
+          event: e.event as AuditEventName,
+          protocol: e.protocol as SessionProtocol,
+          targets: e.targets === null ? null : (JSON.parse(e.targets) as string[]),
+        })),
+        total: Number(count.n),
       };
-      const items = page.all({ ...p, limit: q.limit, offset: q.offset });
-      return { items: items.map((e) => ({ ...e, targets: e.targets === null ? null : (JSON.parse(e.targets) as string[]) })), total: count.get(p)!.n };
     },
   };
 }

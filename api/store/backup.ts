@@ -1,18 +1,18 @@
 /**
- * @module Copies of the database for backups and restores (docs/cli.md): SQLite's online backup
- * API reads a consistent snapshot even while a server writes (WAL), and every copy is checked
- * (`integrity_check`, a tether schema) and made one self-contained file of mode 0600 before it
- * takes its final name, so a failed copy never leaves a half-written file under that name.
+ * @module Copies of the database for backups and restores (docs/cli.md), on the SQLite store only
+ * (a PostgreSQL store is copied with its own tools, pg_dump and pg_restore): SQLite's online
+ * backup API reads a consistent snapshot even while a server writes (WAL), and every copy is
+ * checked (`integrity_check`, a tether schema) and made one self-contained file of mode 0600
+ * before it takes its final name, so a failed copy never leaves a half-written file under that name.
  */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Db } from './db';
-import { migrations } from './migrations/index';
 
 /** The schema version this build creates and understands. */
-export const LATEST_SCHEMA = migrations.at(-1)?.version ?? 0;
+export { LATEST_SCHEMA } from './db';
 
 export type BackupErrorCode = 'not_found' | 'exists' | 'in_use' | 'not_a_database' | 'too_new';
 
@@ -75,9 +75,10 @@ function checkedVersion(db: Db, what: string, checkIntegrity: boolean): number {
 }
 
 /**
- * Copies the database `source` (an open connection, or a file) to `destination`: a consistent
- * snapshot, checked, in rollback-journal mode (one file, no -wal beside it), mode 0600. Without
- * `overwrite` an existing destination is refused, even one that appears during the copy.
+ * Copies the SQLite database `source` (an open connection, such as a SQLite store's `sqlite`, or
+ * a file) to `destination`: a consistent snapshot, checked, in rollback-journal mode (one file,
+ * no -wal beside it), mode 0600. Without `overwrite` an existing destination is refused, even
+ * one that appears during the copy.
  */
 export async function copyDatabase(source: Db | string, destination: string, overwrite: boolean): Promise<DatabaseCopy> {
   const staging = join(dirname(destination), `.${basename(destination)}.${randomBytes(6).toString('hex')}.tmp`);

@@ -1,5 +1,6 @@
 /** @module The device registry: ids, agent token hashes, labels and the agent's presence. */
-import type { Db } from './db';
+import { sql } from 'kysely';
+import { affected, atomically, type Executor, type Row } from './schema';
 
 export type AgentStatus = 'online' | 'offline';
 
@@ -17,14 +18,14 @@ export interface Device {
   forward_allow: string[] | null;
 }
 
-interface DeviceRow extends Omit<Device, 'labels' | 'forward_allow'> {
-  labels: string;
-  forward_allow: string | null;
-}
+const COLUMNS = ['device_id', 'agent_status', 'last_seen_at', 'labels', 'agent_version', 'created_at', 'forward_allow'] as const;
+
+/** The columns a `Device` is made of, as the database holds them. */
+type DeviceRow = Pick<Row<'devices'>, (typeof COLUMNS)[number]>;
 
 const toDevice = (row: DeviceRow): Device => ({
   device_id: row.device_id,
-  agent_status: row.agent_status,
+  agent_status: row.agent_status as AgentStatus,
   last_seen_at: row.last_seen_at,
   labels: JSON.parse(row.labels) as Record<string, string>,
   agent_version: row.agent_version,
@@ -32,12 +33,20 @@ const toDevice = (row: DeviceRow): Device => ({
   forward_allow: row.forward_allow === null ? null : (JSON.parse(row.forward_allow) as string[]),
 });
 
-const COLUMNS = 'device_id, agent_status, last_seen_at, labels, agent_version, created_at, forward_allow';
-
 /** A change of an agent's presence, as a batch of them records it. */
 export type PresenceChange =
   | { kind: 'online'; deviceId: string; agentVersion: string | null; forwardAllow: readonly string[] | null; at: string }
   | { kind: 'offline'; deviceId: string; at: string };
+
+/** An agent's connect, as `connect` records it. */
+export interface AgentConnect {
+  /** The run id of the node that holds it, and the URL clients reach that node at. */
+  node: string;
+  url: string;
+  agentVersion: string | null;
+  forwardAllow: readonly string[] | null;
+  at: string;
+}
 
 export interface DeviceQuery {
   agent_status?: AgentStatus | undefined;
@@ -45,71 +54,184 @@ export interface DeviceQuery {
   offset: number;
 }
 
-export function createDeviceRepo(db: Db) {
-  const insert = db.prepare<[string, string, string, string]>('INSERT INTO devices (device_id, agent_token_hash, labels, created_at) VALUES (?, ?, ?, ?)');
-  const byId = db.prepare<[string], DeviceRow>(`SELECT ${COLUMNS} FROM devices WHERE device_id = ?`);
-  const byTokenHash = db.prepare<[string], { device_id: string }>('SELECT device_id FROM devices WHERE agent_token_hash = ?');
-  const page = db.prepare<[string | null, string | null, number, number], DeviceRow>(
-    `SELECT ${COLUMNS} FROM devices WHERE (? IS NULL OR agent_status = ?) ORDER BY device_id LIMIT ? OFFSET ?`,
+/** Devices a statement of `applyPresence` changes at most (6 parameters each, under every driver's limit). */
+const PRESENCE_BATCH = 500;
+
+/**
+ * Records the final presence of many devices in one UPDATE … FROM a list of values (valid on
+ * SQLite 3.33+ and PostgreSQL alike): thousands of changes a second cost a few statements.
+ */
+async function applyBatch(db: Executor, changes: readonly PresenceChange[]): Promise<void> {
+  const rows = changes.map((c) =>
+    c.kind === 'online'
+      ? sql`(${c.deviceId}, 'online', ${c.agentVersion}, ${c.forwardAllow === null ? null : JSON.stringify(c.forwardAllow)}, ${c.at}, 1)`
+      : sql`(${c.deviceId}, 'offline', NULL, NULL, ${c.at}, 0)`,
   );
-  const count = db.prepare<[string | null, string | null], { n: number }>('SELECT COUNT(*) AS n FROM devices WHERE (? IS NULL OR agent_status = ?)');
-  const remove = db.prepare<[string]>('DELETE FROM devices WHERE device_id = ?');
-  const tokenHash = db.prepare<[string], { agent_token_hash: string }>('SELECT agent_token_hash FROM devices WHERE device_id = ?');
-  const setTokenHash = db.prepare<[string, string]>('UPDATE devices SET agent_token_hash = ? WHERE device_id = ?');
-  const online = db.prepare<[string | null, string | null, string, string]>(
-    "UPDATE devices SET agent_status = 'online', agent_version = ?, forward_allow = ?, last_seen_at = ? WHERE device_id = ?",
-  );
-  const offline = db.prepare<[string, string]>("UPDATE devices SET agent_status = 'offline', last_seen_at = ? WHERE device_id = ?");
-  const seen = db.prepare<[string, string]>('UPDATE devices SET last_seen_at = ? WHERE device_id = ?');
-  const allOffline = db.prepare("UPDATE devices SET agent_status = 'offline' WHERE agent_status = 'online'");
-  const onlineIds = db.prepare<[], { device_id: string }>("SELECT device_id FROM devices WHERE agent_status = 'online'");
-  const onlineCount = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM devices WHERE agent_status = 'online'");
+  await sql`WITH v (device_id, agent_status, agent_version, forward_allow, at, is_online) AS (VALUES ${sql.join(rows)})
+    UPDATE devices SET agent_status = v.agent_status,
+      agent_version = CASE WHEN v.is_online = 1 THEN v.agent_version ELSE devices.agent_version END,
+      forward_allow = CASE WHEN v.is_online = 1 THEN v.forward_allow ELSE devices.forward_allow END,
+      last_seen_at = v.at
+    FROM v WHERE devices.device_id = v.device_id`.execute(db);
+}
+
+export function createDeviceRepo(db: Executor) {
+  const markOnline = async (deviceId: string, agentVersion: string | null, at: string, forwardAllow: readonly string[] | null = null): Promise<void> => {
+    await db
+      .updateTable('devices')
+      .set({
+        agent_status: 'online',
+        agent_version: agentVersion,
+        forward_allow: forwardAllow === null ? null : JSON.stringify(forwardAllow),
+        last_seen_at: at,
+      })
+      .where('device_id', '=', deviceId)
+      .execute();
+  };
+  const markOffline = async (deviceId: string, at: string): Promise<void> => {
+    await db.updateTable('devices').set({ agent_status: 'offline', last_seen_at: at }).where('device_id', '=', deviceId).execute();
+  };
+  const online = () => db.selectFrom('devices').where('agent_status', '=', 'online');
 
   return {
-    /** Inserts a device; throws SQLITE_CONSTRAINT_PRIMARYKEY if the id exists. */
-    insert(deviceId: string, tokenHash: string, labels: Record<string, string>, createdAt: string): void {
-      insert.run(deviceId, tokenHash, JSON.stringify(labels), createdAt);
+    /** Inserts a device; throws a unique violation (`isUniqueViolation`) if the id or the token hash exists. */
+    async insert(deviceId: string, tokenHash: string, labels: Record<string, string>, createdAt: string): Promise<void> {
+      await db
+        .insertInto('devices')
+        .values({ device_id: deviceId, agent_token_hash: tokenHash, labels: JSON.stringify(labels), created_at: createdAt })
+        .execute();
     },
-    get(deviceId: string): Device | undefined {
-      const row = byId.get(deviceId);
+    async get(deviceId: string): Promise<Device | undefined> {
+      const row = await db.selectFrom('devices').select(COLUMNS).where('device_id', '=', deviceId).executeTakeFirst();
       return row && toDevice(row);
     },
     /** The device whose agent token has this hash. */
-    idByTokenHash: (tokenHash: string): string | undefined => byTokenHash.get(tokenHash)?.device_id,
-    list(q: DeviceQuery): { items: Device[]; total: number } {
-      const status = q.agent_status ?? null;
-      return {
-        items: page.all(status, status, q.limit, q.offset).map(toDevice),
-        total: count.get(status, status)!.n,
-      };
+    idByTokenHash: async (tokenHash: string): Promise<string | undefined> =>
+      (await db.selectFrom('devices').select('device_id').where('agent_token_hash', '=', tokenHash).executeTakeFirst())?.device_id,
+    async list(q: DeviceQuery): Promise<{ items: Device[]; total: number }> {
+      const status = q.agent_status;
+      const filtered = () => db.selectFrom('devices').where((eb) => eb.and(status === undefined ? [] : [eb('agent_status', '=', status)]));
+      const [items, count] = await Promise.all([
+        filtered().select(COLUMNS).orderBy('device_id').limit(q.limit).offset(q.offset).execute(),
+        filtered()
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow(),
+      ]);
+      return { items: items.map(toDevice), total: Number(count.n) };
     },
-    delete: (deviceId: string): boolean => remove.run(deviceId).changes === 1,
+    delete: async (deviceId: string): Promise<boolean> => affected(await db.deleteFrom('devices').where('device_id', '=', deviceId).executeTakeFirst()) === 1,
     /** The hash of the device's agent token (its ETag changes with the token). */
-    tokenHash: (deviceId: string): string | undefined => tokenHash.get(deviceId)?.agent_token_hash,
+    tokenHash: async (deviceId: string): Promise<string | undefined> =>
+      (await db.selectFrom('devices').select('agent_token_hash').where('device_id', '=', deviceId).executeTakeFirst())?.agent_token_hash,
+    /** The hashes of the agent tokens of those of `deviceIds` that exist, by device id (at most a few thousand ids). */
+    async tokenHashes(deviceIds: readonly string[]): Promise<Map<string, string>> {
+      if (deviceIds.length === 0) return new Map();
+      const rows = await db
+        .selectFrom('devices')
+        .select(['device_id', 'agent_token_hash'])
+        .where('device_id', 'in', [...new Set(deviceIds)])
+        .execute();
+      return new Map(rows.map((r) => [r.device_id, r.agent_token_hash]));
+    },
     /** Replaces the device's agent token; false if there is no such device. */
-    replaceTokenHash: (deviceId: string, hash: string): boolean => setTokenHash.run(hash, deviceId).changes === 1,
-    markOnline: (deviceId: string, agentVersion: string | null, at: string, forwardAllow: readonly string[] | null = null): void => {
-      online.run(agentVersion, forwardAllow === null ? null : JSON.stringify(forwardAllow), at, deviceId);
-    },
-    markOffline: (deviceId: string, at: string): void => {
-      offline.run(at, deviceId);
-    },
+    replaceTokenHash: async (deviceId: string, hash: string): Promise<boolean> =>
+      affected(await db.updateTable('devices').set({ agent_token_hash: hash }).where('device_id', '=', deviceId).executeTakeFirst()) === 1,
+    markOnline,
+    markOffline,
     /** Records heartbeats of many devices in one transaction. */
-    markSeen: db.transaction((seenAt: Map<string, string>): void => {
-      for (const [deviceId, at] of seenAt) seen.run(at, deviceId);
-    }),
-    /** Records many presence changes in one transaction (a cluster's control node, thousands a second). */
-    applyPresence: db.transaction((changes: readonly PresenceChange[]): void => {
-      for (const c of changes) {
-        if (c.kind === 'online') online.run(c.agentVersion, c.forwardAllow === null ? null : JSON.stringify(c.forwardAllow), c.at, c.deviceId);
-        else offline.run(c.at, c.deviceId);
+    markSeen: (seenAt: Map<string, string>): Promise<void> =>
+      atomically(db, async (tx) => {
+        for (const [deviceId, at] of seenAt) await tx.updateTable('devices').set({ last_seen_at: at }).where('device_id', '=', deviceId).execute();
+      }),
+    /**
+     * Records many presence changes in one transaction, in their order (a cluster's control node,
+     * thousands a second).
+     */
+    applyPresence: (changes: readonly PresenceChange[]): Promise<void> =>
+      atomically(db, async (tx) => {
+        // A device's last change is its state: one statement per PRESENCE_BATCH devices.
+        const last = [...new Map(changes.map((c) => [c.deviceId, c])).values()];
+        for (let i = 0; i < last.length; i += PRESENCE_BATCH) await applyBatch(tx, last.slice(i, i + PRESENCE_BATCH));
+      }),
+    /**
+     * Records an agent connected to `node`: online, and the device's presence generation bumped.
+     * Returns that generation (its disconnect must name it), or undefined for an unknown device.
+     */
+    async connect(deviceId: string, c: AgentConnect): Promise<number | undefined> {
+      const row = await db
+        .updateTable('devices')
+        .set((eb) => ({
+          agent_status: 'online',
+          agent_version: c.agentVersion,
+          forward_allow: c.forwardAllow === null ? null : JSON.stringify(c.forwardAllow),
+          last_seen_at: c.at,
+          presence_generation: eb('presence_generation', '+', 1),
+          presence_node: c.node,
+          presence_url: c.url,
+        }))
+        .where('device_id', '=', deviceId)
+        .returning('presence_generation')
+        .executeTakeFirst();
+      return row === undefined ? undefined : Number(row.presence_generation);
+    },
+    /**
+     * Records the agent of connection `generation` gone: offline, unless a newer connect (on any
+     * node) happened since. True when it changed the presence.
+     */
+    disconnect: async (deviceId: string, generation: number, at: string): Promise<boolean> =>
+      affected(
+        await db
+          .updateTable('devices')
+          .set({ agent_status: 'offline', last_seen_at: at, presence_node: null, presence_url: null })
+          .where('device_id', '=', deviceId)
+          .where('presence_generation', '=', generation)
+          .where('agent_status', '=', 'online')
+          .executeTakeFirst(),
+      ) === 1,
+    /**
+     * Takes offline every agent held by a node not in `liveNodes` (it died); returns their devices.
+     * Agents held through a cluster's control node name no node and are left alone.
+     */
+    async releaseUnheld(liveNodes: readonly string[], at: string): Promise<string[]> {
+      const rows = await online()
+        .select('device_id')
+        .where('presence_node', 'is not', null)
+        .where((eb) => (liveNodes.length === 0 ? eb.lit(true) : eb('presence_node', 'not in', [...liveNodes])))
+        .execute();
+      const released: string[] = [];
+      for (const { device_id } of rows) {
+        const changed = await db
+          .updateTable('devices')
+          .set({ agent_status: 'offline', last_seen_at: at, presence_node: null, presence_url: null })
+          .where('device_id', '=', device_id)
+          .where('agent_status', '=', 'online')
+          .where('presence_node', 'is not', null)
+          .where((eb) => (liveNodes.length === 0 ? eb.lit(true) : eb('presence_node', 'not in', [...liveNodes])))
+          .executeTakeFirst();
+        if (affected(changed) === 1) released.push(device_id);
       }
-    }),
+      return released;
+    },
+    /** The URL of the node that holds the device's agent, when it is online there. */
+    streamUrlOf: async (deviceId: string): Promise<string | undefined> =>
+      (await online().select('presence_url').where('device_id', '=', deviceId).executeTakeFirst())?.presence_url ?? undefined,
     /** The devices the database holds online. */
-    onlineIds: (): string[] => onlineIds.all().map((r) => r.device_id),
-    /** At start-up no agent is connected yet, whatever the database says. */
-    markAllOffline: (): number => allOffline.run().changes,
-    onlineCount: (): number => onlineCount.get()!.n,
+    onlineIds: async (): Promise<string[]> => (await online().select('device_id').execute()).map((r) => r.device_id),
+    /** At start-up no agent is connected yet, whatever the database says; how many were online. */
+    markAllOffline: async (): Promise<number> =>
+      affected(
+        await db
+          .updateTable('devices')
+          .set({ agent_status: 'offline', presence_node: null, presence_url: null })
+          .where('agent_status', '=', 'online')
+          .executeTakeFirst(),
+      ),
+    async onlineCount(): Promise<number> {
+      const row = await online()
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
   };
 }
 export type DeviceRepo = ReturnType<typeof createDeviceRepo>;

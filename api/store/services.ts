@@ -1,5 +1,11 @@
-/** @module Deployed services per environment, their revisions, and the deployment audit log. */
-import type { Db } from './db';
+/**
+ * @module Deployed services per environment, their revisions, and the deployment audit log. A
+ * service row changes only in place of the row as it was read (`put`, `progress`, `delete` with
+ * `previous`): of peers changing one service at once, one wins and the others learn that they lost
+ * (false) and read it again, so no change is lost to another made in between.
+ */
+import type { ExpressionBuilder } from 'kysely';
+import { affected, type Executor, type Schema } from './schema';
 
 export type Environment = 'dev' | 'staging' | 'prod';
 export type ServiceStatus = 'healthy' | 'degraded' | 'failed' | 'deploying';
@@ -60,110 +66,197 @@ export interface DeploymentAuditQuery {
   offset: number;
 }
 
-const AUDIT_FILTER = `(@service IS NULL OR service = @service)
-  AND (@environment IS NULL OR environment = @environment)
-  AND (@event IS NULL OR event = @event)
-  AND (@actor IS NULL OR actor = @actor)
-  AND (@since IS NULL OR at > @since)`;
+/** What a runtime report changes in a service row. */
+export interface Progress {
+  ready: number;
+  status: ServiceStatus;
+  sync: 'Synced' | 'OutOfSync';
+  /** Why the rollout failed; null (the default) unless `status` is `failed`. */
+  message?: string | null | undefined;
+}
 
-export function createServiceRepo(db: Db) {
-  // With the current revision's image, which every record shows: one statement per read.
-  const get = db.prepare<[string, string], ServiceRow & CurrentImage>(
-    `SELECT s.*, r.image AS current_image, r.revision AS current_image_of FROM services s
-       JOIN revisions r ON r.service = s.name AND r.environment = s.environment AND r.revision = s.current_revision
-      WHERE s.name = ? AND s.environment = ?`,
-  );
-  const upsert = db.prepare(
-    `INSERT INTO services (name, environment, status, current_revision, previous_revision, desired_replicas, ready_replicas,
-                           sync_status, canary_revision, canary_weight, rollout, last_deployed_at, created_at, status_message)
-     VALUES (@name, @environment, @status, @current_revision, @previous_revision, @desired_replicas, @ready_replicas,
-             @sync_status, @canary_revision, @canary_weight, @rollout, @last_deployed_at, @created_at, @status_message)
-     ON CONFLICT (name, environment) DO UPDATE SET
-       status = excluded.status, current_revision = excluded.current_revision,
-       previous_revision = excluded.previous_revision, desired_replicas = excluded.desired_replicas,
-       ready_replicas = excluded.ready_replicas, sync_status = excluded.sync_status,
-       canary_revision = excluded.canary_revision, canary_weight = excluded.canary_weight,
-       rollout = excluded.rollout, last_deployed_at = excluded.last_deployed_at, status_message = excluded.status_message`,
-  );
-  const progress = db.prepare<[number, string, string, string | null, string, string, number]>(
-    `UPDATE services SET ready_replicas = ?, status = ?, sync_status = ?, status_message = ?
-      WHERE name = ? AND environment = ? AND rollout = ?`,
-  );
-  const remove = db.prepare<[string, string]>('DELETE FROM services WHERE name = ? AND environment = ?');
-  const page = db.prepare<[string, string | null, string | null, number, number], ServiceRow & CurrentImage>(
-    `SELECT s.*, r.image AS current_image, r.revision AS current_image_of FROM services s
-       JOIN revisions r ON r.service = s.name AND r.environment = s.environment AND r.revision = s.current_revision
-      WHERE s.environment = ? AND (? IS NULL OR s.status = ?) ORDER BY s.name LIMIT ? OFFSET ?`,
-  );
-  const count = db.prepare<[string, string | null, string | null], { n: number }>(
-    'SELECT COUNT(*) AS n FROM services WHERE environment = ? AND (? IS NULL OR status = ?)',
-  );
-  const deploying = db.prepare<[], ServiceRow>("SELECT * FROM services WHERE status = 'deploying'");
-  const putRevision = db.prepare(
-    `INSERT INTO revisions (service, environment, revision, image, spec, replicas, deployed_at, deployed_by)
-     VALUES (@service, @environment, @revision, @image, @spec, @replicas, @deployed_at, @deployed_by)
-     ON CONFLICT (service, environment, revision) DO UPDATE SET
-       image = excluded.image, spec = excluded.spec, replicas = excluded.replicas,
-       deployed_at = excluded.deployed_at, deployed_by = excluded.deployed_by`,
-  );
-  const revision = db.prepare<[string, string, string], RevisionRow>('SELECT * FROM revisions WHERE service = ? AND environment = ? AND revision = ?');
-  const history = db.prepare<[string, string, number, number], RevisionRow>(
-    `SELECT * FROM revisions WHERE service = ? AND environment = ?
-      ORDER BY deployed_at DESC, rowid DESC LIMIT ? OFFSET ?`,
-  );
-  const historyCount = db.prepare<[string, string], { n: number }>('SELECT COUNT(*) AS n FROM revisions WHERE service = ? AND environment = ?');
-  const audit = db.prepare(
-    `INSERT INTO deployment_audit (event, service, environment, revision, actor, at, details)
-     VALUES (@event, @service, @environment, @revision, @actor, @at, @details)`,
-  );
-  const auditPage = db.prepare<[Record<string, unknown>], Omit<DeploymentEvent, 'details'> & { details: string }>(
-    `SELECT * FROM deployment_audit WHERE ${AUDIT_FILTER} ORDER BY id DESC LIMIT @limit OFFSET @offset`,
-  );
-  const auditCount = db.prepare<[Record<string, unknown>], { n: number }>(`SELECT COUNT(*) AS n FROM deployment_audit WHERE ${AUDIT_FILTER}`);
+/** The columns of a service row besides its key, which `put` writes and compares. */
+const STATE = [
+  'status',
+  'current_revision',
+  'previous_revision',
+  'desired_replicas',
+  'ready_replicas',
+  'sync_status',
+  'canary_revision',
+  'canary_weight',
+  'rollout',
+  'last_deployed_at',
+  'created_at',
+  'status_message',
+] as const satisfies readonly (keyof ServiceRow)[];
+
+/** A service's columns alone: a row read with its image (`CurrentImage`) can be written back. */
+const columnsOf = (row: ServiceRow): ServiceRow => {
+  const { current_image: _image, current_image_of: _of, ...columns } = row as ServiceRow & Partial<CurrentImage>;
+  return columns;
+};
+
+/** The service `row` names, still exactly as it was read: every column equal (nulls included). */
+function unchanged(row: ServiceRow) {
+  return (eb: ExpressionBuilder<Schema, 'services'>) =>
+    eb.and([
+      eb('name', '=', row.name),
+      eb('environment', '=', row.environment),
+      ...STATE.map((column) => (row[column] === null ? eb(column, 'is', null) : eb(column, '=', row[column]))),
+    ]);
+}
+
+/** A service with the image of its current revision, which every record shows: one statement per read. */
+const withImage = (db: Executor) =>
+  db
+    .selectFrom('services as s')
+    .innerJoin('revisions as r', (join) =>
+      join.onRef('r.service', '=', 's.name').onRef('r.environment', '=', 's.environment').onRef('r.revision', '=', 's.current_revision'),
+    )
+    .selectAll('s')
+    .select(['r.image as current_image', 'r.revision as current_image_of']);
+
+/** A service row as read, with the image of its current revision. */
+export type ServiceWithImage = ServiceRow & CurrentImage;
+const asServed = (row: object) => row as ServiceWithImage;
+
+function auditFilter(q: Omit<DeploymentAuditQuery, 'limit' | 'offset'>) {
+  return (eb: ExpressionBuilder<Schema, 'deployment_audit'>) => {
+    const terms = [];
+    if (q.service !== undefined) terms.push(eb('service', '=', q.service));
+    if (q.environment !== undefined) terms.push(eb('environment', '=', q.environment));
+    if (q.event !== undefined) terms.push(eb('event', '=', q.event));
+    if (q.actor !== undefined) terms.push(eb('actor', '=', q.actor));
+    if (q.since !== undefined) terms.push(eb('at', '>', q.since));
+    return eb.and(terms);
+  };
+}
+
+export function createServiceRepo(db: Executor) {
+  const count = async (query: Promise<{ n: number | string | bigint }>): Promise<number> => Number((await query).n);
 
   return {
-    get: (name: string, env: Environment): (ServiceRow & CurrentImage) | undefined => get.get(name, env),
-    put(row: ServiceRow): void {
-      const { current_image: _image, current_image_of: _of, ...columns } = row as ServiceRow & Partial<CurrentImage>;
-      upsert.run(columns);
+    get: async (name: string, env: Environment): Promise<ServiceWithImage | undefined> => {
+      const row = await withImage(db).where('s.name', '=', name).where('s.environment', '=', env).executeTakeFirst();
+      return row && asServed(row);
     },
-    /** Records a runtime report for the rollout it belongs to (with why it failed, when it did); false if that rollout is stale. */
-    progress: (
-      name: string,
-      env: Environment,
-      rollout: number,
-      ready: number,
-      status: ServiceStatus,
-      sync: 'Synced' | 'OutOfSync',
-      message: string | null = null,
-    ) => progress.run(ready, status, sync, message, name, env, rollout).changes === 1,
-    delete: (name: string, env: Environment): boolean => remove.run(name, env).changes === 1,
-    list(env: Environment, status: ServiceStatus | undefined, limit: number, offset: number) {
-      const s = status ?? null;
-      return { items: page.all(env, s, s, limit, offset), total: count.get(env, s, s)!.n };
+    /**
+     * Writes a service: a new one when `previous` is undefined (false if it exists by then), else in
+     * place of `previous` (false if the row is no longer exactly that, or gone). `created_at` stays.
+     */
+    async put(row: ServiceRow, previous: ServiceRow | undefined): Promise<boolean> {
+      const columns = columnsOf(row);
+      if (!previous) {
+        const inserted = await db
+          .insertInto('services')
+          .values(columns)
+          .onConflict((oc) => oc.columns(['name', 'environment']).doNothing())
+          .returning('name')
+          .executeTakeFirst();
+        return inserted !== undefined;
+      }
+      const { name: _name, environment: _env, created_at: _created, ...changes } = columns;
+      return (
+        affected(
+          await db
+            .updateTable('services')
+            .set(changes)
+            .where(unchanged(columnsOf(previous)))
+            .executeTakeFirst(),
+        ) === 1
+      );
     },
-    deploying: (): ServiceRow[] => deploying.all(),
-    putRevision(row: RevisionRow): void {
-      putRevision.run(row);
+    /**
+     * Records a runtime report on the row as it was read (`previous`, of the rollout the report is
+     * for); false if the row moved on since: a stale rollout, or another report or change first.
+     */
+    progress: async (previous: ServiceRow, p: Progress): Promise<boolean> =>
+      affected(
+        await db
+          .updateTable('services')
+          .set({ ready_replicas: p.ready, status: p.status, sync_status: p.sync, status_message: p.message ?? null })
+          .where(unchanged(columnsOf(previous)))
+          .executeTakeFirst(),
+      ) === 1,
+    /** Deletes a service with its revisions; with `previous`, only while it is still exactly that. */
+    delete: async (name: string, env: Environment, previous?: ServiceRow): Promise<boolean> => {
+      let query = db.deleteFrom('services').where('name', '=', name).where('environment', '=', env);
+      if (previous) query = query.where(unchanged(columnsOf(previous)));
+      return affected(await query.executeTakeFirst()) === 1;
     },
-    revision: (name: string, env: Environment, rev: string): RevisionRow | undefined => revision.get(name, env, rev),
-    history(name: string, env: Environment, limit: number, offset: number) {
-      return { items: history.all(name, env, limit, offset), total: historyCount.get(name, env)!.n };
+    async list(env: Environment, status: ServiceStatus | undefined, limit: number, offset: number): Promise<{ items: ServiceWithImage[]; total: number }> {
+      const [items, total] = await Promise.all([
+        withImage(db)
+          .where('s.environment', '=', env)
+          .$if(status !== undefined, (q) => q.where('s.status', '=', status!))
+          .orderBy('s.name')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+        count(
+          db
+            .selectFrom('services')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where('environment', '=', env)
+            .$if(status !== undefined, (q) => q.where('status', '=', status!))
+            .executeTakeFirstOrThrow(),
+        ),
+      ]);
+      return { items: items.map(asServed), total };
     },
-    audit(event: Omit<DeploymentEvent, 'id'>): void {
-      audit.run({ ...event, details: JSON.stringify(event.details) });
+    deploying: async (): Promise<ServiceRow[]> => (await db.selectFrom('services').selectAll().where('status', '=', 'deploying').execute()) as ServiceRow[],
+    /** Adds a revision, or updates the one deployed again (a rollback). */
+    async putRevision(row: RevisionRow): Promise<void> {
+      const { image, spec, replicas, deployed_at, deployed_by } = row;
+      await db
+        .insertInto('revisions')
+        .values(row)
+        .onConflict((oc) => oc.columns(['service', 'environment', 'revision']).doUpdateSet({ image, spec, replicas, deployed_at, deployed_by }))
+        .execute();
     },
-    auditList(q: DeploymentAuditQuery): { items: DeploymentEvent[]; total: number } {
-      const p = {
-        service: q.service ?? null,
-        environment: q.environment ?? null,
-        event: q.event ?? null,
-        actor: q.actor ?? null,
-        since: q.since ?? null,
-      };
+    revision: async (name: string, env: Environment, rev: string): Promise<RevisionRow | undefined> =>
+      (await db
+        .selectFrom('revisions')
+        .selectAll()
+        .where('service', '=', name)
+        .where('environment', '=', env)
+        .where('revision', '=', rev)
+        .executeTakeFirst()) as RevisionRow | undefined,
+    /** A service's revisions, the last deployed first; of two deployed at the same moment, the greater revision name first. */
+    async history(name: string, env: Environment, limit: number, offset: number): Promise<{ items: RevisionRow[]; total: number }> {
+      const of = () => db.selectFrom('revisions').where('service', '=', name).where('environment', '=', env);
+      const [items, total] = await Promise.all([
+        of().selectAll().orderBy('deployed_at', 'desc').orderBy('revision', 'desc').limit(limit).offset(offset).execute(),
+        count(
+          of()
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow(),
+        ),
+      ]);
+      return { items: items as RevisionRow[], total };
+    },
+    async audit(event: Omit<DeploymentEvent, 'id'>): Promise<void> {
+      await db
+        .insertInto('deployment_audit')
+        .values({ ...event, details: JSON.stringify(event.details) })
+        .execute();
+    },
+    async auditList(q: DeploymentAuditQuery): Promise<{ items: DeploymentEvent[]; total: number }> {
+      const where = auditFilter(q);
+      const [items, total] = await Promise.all([
+        db.selectFrom('deployment_audit').selectAll().where(where).orderBy('id', 'desc').limit(q.limit).offset(q.offset).execute(),
+        count(
+          db
+            .selectFrom('deployment_audit')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where(where)
+            .executeTakeFirstOrThrow(),
+        ),
+      ]);
       return {
-        items: auditPage.all({ ...p, limit: q.limit, offset: q.offset }).map((r) => ({ ...r, details: JSON.parse(r.details) })),
-        total: auditCount.get(p)!.n,
+        items: items.map((r) => ({ ...r, environment: r.environment as Environment, details: JSON.parse(r.details) as Record<string, unknown> })),
+        total,
       };
     },
   };

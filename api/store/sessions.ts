@@ -1,5 +1,6 @@
 /** @module Remote-access session records. The open-session rule lives in a partial unique index. */
-import type { Db } from './db';
+import { sql, type ExpressionBuilder } from 'kysely';
+import { atomically, type Executor, type Schema } from './schema';
 import type { CloseReason, SessionProtocol } from '../../shared/protocol/control-channel';
 
 export type SessionStatus = 'open' | 'closed';
@@ -26,11 +27,17 @@ export interface SessionRow {
   targets: string[] | null;
 }
 
-/** A row as SQLite holds it: `targets` as JSON text. */
+/** A row as the database holds it: `targets` as JSON text. */
 type StoredSession = Omit<SessionRow, 'targets'> & { targets: string | null };
 
-const toSession = (row: StoredSession): SessionRow => ({ ...row, targets: row.targets === null ? null : (JSON.parse(row.targets) as string[]) });
-const toSessionOrUndefined = (row: StoredSession | undefined): SessionRow | undefined => (row ? toSession(row) : undefined);
+/** A stored row's columns, typed as the repository hands them out. */
+const asStored = (row: Record<string, unknown>) => row as unknown as StoredSession;
+
+const toSession = (row: Record<string, unknown>): SessionRow => {
+  const stored = asStored(row);
+  return { ...stored, targets: stored.targets === null ? null : (JSON.parse(stored.targets) as string[]) };
+};
+const toSessionOrUndefined = (row: Record<string, unknown> | undefined): SessionRow | undefined => (row ? toSession(row) : undefined);
 
 export interface SessionQuery {
   device_id?: string | undefined;
@@ -46,84 +53,100 @@ export interface SessionQuery {
   offset: number;
 }
 
-const FILTER = `(@device_id IS NULL OR device_id = @device_id)
-  AND (@protocol IS NULL OR protocol = @protocol)
-  AND (@status IS NULL OR status = @status)
-  AND (@since IS NULL OR opened_at > @since)
-  AND (@opened_by IS NULL OR opened_by = @opened_by)
-  AND (@has_recording IS NULL OR EXISTS (SELECT 1 FROM recordings r WHERE r.session_id = sessions.session_id) = @has_recording)`;
+/** The filters of a listing, as a WHERE clause. */
+function matching(q: Omit<SessionQuery, 'limit' | 'offset'>) {
+  return (eb: ExpressionBuilder<Schema, 'sessions'>) => {
+    const terms = [];
+    if (q.device_id !== undefined) terms.push(eb('device_id', '=', q.device_id));
+    if (q.protocol !== undefined) terms.push(eb('protocol', '=', q.protocol));
+    if (q.status !== undefined) terms.push(eb('status', '=', q.status));
+    if (q.since !== undefined) terms.push(eb('opened_at', '>', q.since));
+    if (q.opened_by !== undefined) terms.push(eb('opened_by', '=', q.opened_by));
+    if (q.has_recording !== undefined) {
+      const recorded = eb.exists(eb.selectFrom('recordings as r').select(sql.lit(1).as('one')).whereRef('r.session_id', '=', 'sessions.session_id'));
+      terms.push(q.has_recording ? recorded : eb.not(recorded));
+    }
+    return eb.and(terms);
+  };
+}
 
-export function createSessionRepo(db: Db) {
-  const insert = db.prepare(
-    `INSERT INTO sessions (session_id, device_id, protocol, status, ttl_seconds, opened_by, token_id, token_expires_at, opened_at, expires_at, trace_id, targets)
-     VALUES (@session_id, @device_id, @protocol, 'open', @ttl_seconds, @opened_by, @token_id, @token_expires_at, @opened_at, @expires_at, @trace_id, @targets)`,
-  );
-  const byId = db.prepare<[string], StoredSession>('SELECT * FROM sessions WHERE session_id = ?');
-  const page = db.prepare<[Record<string, unknown>], StoredSession>(
-    `SELECT * FROM sessions WHERE ${FILTER} ORDER BY opened_at DESC, session_id DESC LIMIT @limit OFFSET @offset`,
-  );
-  const count = db.prepare<[Record<string, unknown>], { n: number }>(`SELECT COUNT(*) AS n FROM sessions WHERE ${FILTER}`);
-  const close = db.prepare<[string, CloseReason, string], StoredSession>(
-    `UPDATE sessions SET status = 'closed', closed_at = ?, close_reason = ?
-      WHERE session_id = ? AND status = 'open' RETURNING *`,
-  );
-  const due = db.prepare<[string], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open' AND expires_at <= ?");
-  // A session whose own expiry also passed is `expired`, not `token_expired`.
-  const dueByToken = db.prepare<[string, string], { session_id: string }>(
-    "SELECT session_id FROM sessions WHERE status = 'open' AND token_expires_at <= ? AND expires_at > ?",
-  );
-  const openIds = db.prepare<[], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open'");
-  const openOfProtocol = db.prepare<[string, SessionProtocol], { opened_by: string; opened_at: string }>(
-    "SELECT opened_by, opened_at FROM sessions WHERE status = 'open' AND device_id = ? AND protocol = ?",
-  );
-  const openOfDevice = db.prepare<[string], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open' AND device_id = ?");
-  const openOfToken = db.prepare<[string], { session_id: string }>("SELECT session_id FROM sessions WHERE status = 'open' AND token_id = ?");
-  const nextExpiry = db.prepare<[], { at: string | null }>(
-    "SELECT MIN(MIN(expires_at, COALESCE(token_expires_at, expires_at))) AS at FROM sessions WHERE status = 'open'",
-  );
-  const openCount = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM sessions WHERE status = 'open'");
-  const addBytes = db.prepare<[number, number, string]>(
-    `UPDATE sessions SET bytes_to_device = bytes_to_device + ?, bytes_from_device = bytes_from_device + ?
-      WHERE session_id = ?`,
-  );
+const openSessionIds = async (query: Promise<{ session_id: string }[]>): Promise<string[]> => (await query).map((r) => r.session_id);
 
-  const params = (q: Omit<SessionQuery, 'limit' | 'offset'>) => ({
-    device_id: q.device_id ?? null,
-    protocol: q.protocol ?? null,
-    status: q.status ?? null,
-    since: q.since ?? null,
-    opened_by: q.opened_by ?? null,
-    has_recording: q.has_recording === undefined ? null : q.has_recording ? 1 : 0,
-  });
-
+export function createSessionRepo(db: Executor) {
+  const open = () => db.selectFrom('sessions').where('status', '=', 'open');
   return {
-    /** Inserts an open session; throws SQLITE_CONSTRAINT_UNIQUE if one of that protocol is open. */
-    insert(row: Omit<SessionRow, 'status' | 'closed_at' | 'close_reason' | 'bytes_to_device' | 'bytes_from_device'>): void {
-      insert.run({ ...row, targets: row.targets === null ? null : JSON.stringify(row.targets) });
+    /** Inserts an open session; throws a unique violation (`isUniqueViolation`) if one of that protocol is open. */
+    async insert(row: Omit<SessionRow, 'status' | 'closed_at' | 'close_reason' | 'bytes_to_device' | 'bytes_from_device'>): Promise<void> {
+      await db
+        .insertInto('sessions')
+        .values({ ...row, status: 'open', targets: row.targets === null ? null : JSON.stringify(row.targets) })
+        .execute();
     },
-    get: (sessionId: string): SessionRow | undefined => toSessionOrUndefined(byId.get(sessionId)),
-    list(q: SessionQuery): { items: SessionRow[]; total: number } {
-      const p = params(q);
-      return { items: page.all({ ...p, limit: q.limit, offset: q.offset }).map(toSession), total: count.get(p)!.n };
+    get: async (sessionId: string): Promise<SessionRow | undefined> =>
+      toSessionOrUndefined(await db.selectFrom('sessions').selectAll().where('session_id', '=', sessionId).executeTakeFirst()),
+    async list(q: SessionQuery): Promise<{ items: SessionRow[]; total: number }> {
+      const where = matching(q);
+      const [items, count] = await Promise.all([
+        db.selectFrom('sessions').selectAll().where(where).orderBy('opened_at', 'desc').orderBy('session_id', 'desc').limit(q.limit).offset(q.offset).execute(),
+        db
+          .selectFrom('sessions')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where(where)
+          .executeTakeFirstOrThrow(),
+      ]);
+      return { items: items.map(toSession), total: Number(count.n) };
     },
-    /** Closes an open session; undefined if it was not open (already closed or unknown). */
-    close: (sessionId: string, reason: CloseReason, at: string): SessionRow | undefined => toSessionOrUndefined(close.get(at, reason, sessionId)),
+    /**
+     * Closes an open session; undefined if it was not open (already closed, or unknown). Of
+     * peers closing the same session at once, exactly one gets the row.
+     */
+    close: async (sessionId: string, reason: CloseReason, at: string): Promise<SessionRow | undefined> =>
+      toSessionOrUndefined(
+        await db
+          .updateTable('sessions')
+          .set({ status: 'closed', closed_at: at, close_reason: reason })
+          .where('session_id', '=', sessionId)
+          .where('status', '=', 'open')
+          .returningAll()
+          .executeTakeFirst(),
+      ),
     /** Ids of open sessions whose expiry is at or before `at`. */
-    dueIds: (at: string): string[] => due.all(at).map((r) => r.session_id),
-    /** Ids of open sessions whose token expired at or before `at`, while they had not. */
-    dueByTokenIds: (at: string): string[] => dueByToken.all(at, at).map((r) => r.session_id),
-    openIds: (): string[] => openIds.all().map((r) => r.session_id),
+    dueIds: (at: string): Promise<string[]> => openSessionIds(open().select('session_id').where('expires_at', '<=', at).execute()),
+    /** Ids of open sessions whose token expired at or before `at`, while they had not (those are `expired`). */
+    dueByTokenIds: (at: string): Promise<string[]> =>
+      openSessionIds(open().select('session_id').where('token_expires_at', '<=', at).where('expires_at', '>', at).execute()),
+    openIds: (): Promise<string[]> => openSessionIds(open().select('session_id').execute()),
     /** Who holds the device's open session of `protocol`, and since when; undefined when none is open. */
-    holderOf: (deviceId: string, protocol: SessionProtocol): { opened_by: string; opened_at: string } | undefined => openOfProtocol.get(deviceId, protocol),
-    openIdsOfDevice: (deviceId: string): string[] => openOfDevice.all(deviceId).map((r) => r.session_id),
-    openIdsOfToken: (tokenId: string): string[] => openOfToken.all(tokenId).map((r) => r.session_id),
+    holderOf: (deviceId: string, protocol: SessionProtocol): Promise<{ opened_by: string; opened_at: string } | undefined> =>
+      open().select(['opened_by', 'opened_at']).where('device_id', '=', deviceId).where('protocol', '=', protocol).executeTakeFirst(),
+    openIdsOfDevice: (deviceId: string): Promise<string[]> => openSessionIds(open().select('session_id').where('device_id', '=', deviceId).execute()),
+    openIdsOfToken: (tokenId: string): Promise<string[]> => openSessionIds(open().select('session_id').where('token_id', '=', tokenId).execute()),
     /** The earliest moment an open session expires or loses its token. */
-    nextExpiry: (): string | null => nextExpiry.get()!.at,
-    openCount: (): number => openCount.get()!.n,
+    async nextExpiry(): Promise<string | null> {
+      const row = await open()
+        .select((eb) => [eb.fn.min<string | null>('expires_at').as('expiry'), eb.fn.min<string | null>('token_expires_at').as('token_expiry')])
+        .executeTakeFirstOrThrow();
+      const { expiry, token_expiry: tokenExpiry } = row;
+      if (expiry === null || tokenExpiry === null) return expiry ?? tokenExpiry;
+      return tokenExpiry < expiry ? tokenExpiry : expiry;
+    },
+    async openCount(): Promise<number> {
+      const row = await open()
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
     /** Adds tunnel byte counts to many sessions in one transaction. */
-    addBytes: db.transaction((deltas: Map<string, { toDevice: number; fromDevice: number }>): void => {
-      for (const [id, d] of deltas) addBytes.run(d.toDevice, d.fromDevice, id);
-    }),
+    addBytes: (deltas: Map<string, { toDevice: number; fromDevice: number }>): Promise<void> =>
+      atomically(db, async (tx) => {
+        for (const [id, d] of deltas) {
+          await tx
+            .updateTable('sessions')
+            .set((eb) => ({ bytes_to_device: eb('bytes_to_device', '+', d.toDevice), bytes_from_device: eb('bytes_from_device', '+', d.fromDevice) }))
+            .where('session_id', '=', id)
+            .execute();
+        }
+      }),
   };
 }
 export type SessionRepo = ReturnType<typeof createSessionRepo>;

@@ -2,7 +2,8 @@
  * @module Bearer tokens of users and service accounts, stored as SHA-256 hashes only; listings
  * never read the hash.
  */
-import type { Db } from './db';
+import type { ExpressionBuilder } from 'kysely';
+import { affected, type Executor, type Row, type Schema } from './schema';
 import type { Role } from '../roles';
 import type { UserKind } from './users';
 
@@ -40,84 +41,91 @@ export interface TokenQuery {
   offset: number;
 }
 
-interface StoredRecord extends Omit<TokenRecord, 'scopes' | 'tenants'> {
-  scopes: string;
-  tenants: string;
-}
+const RECORD_COLUMNS = ['t.token_id', 't.username', 't.scopes', 't.tenants', 't.created_at', 't.expires_at', 't.revoked_at'] as const;
+type StoredRecord = Omit<Row<'tokens'>, 'token_hash'>;
 
-interface LookupRow extends Omit<TokenLookup, 'scopes' | 'tenants' | 'user_disabled'> {
-  scopes: string;
-  tenants: string;
-  user_disabled: number;
-}
-
-function toRecord<R extends StoredRecord>(row: R): Omit<R, 'scopes' | 'tenants'> & Pick<TokenRecord, 'scopes' | 'tenants'> {
+function toRecord(row: StoredRecord): TokenRecord {
   return { ...row, scopes: JSON.parse(row.scopes) as string[], tenants: JSON.parse(row.tenants) as string[] };
 }
 
-const RECORD_COLUMNS = 't.token_id, t.username, t.scopes, t.tenants, t.created_at, t.expires_at, t.revoked_at';
-// The conditions of each status, for the listing's one prepared statement.
-const LISTED = `(@username IS NULL OR t.username = @username)
-  AND (@status = 'all'
-    OR (@status = 'revoked' AND t.revoked_at IS NOT NULL)
-    OR (@status = 'active' AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > @now))
-    OR (@status = 'expired' AND t.revoked_at IS NULL AND t.expires_at <= @now))`;
+/** The filters of a listing, as a WHERE clause. */
+function listed(q: Omit<TokenQuery, 'limit' | 'offset'>) {
+  return (eb: ExpressionBuilder<Schema & { t: Schema['tokens'] }, 't'>) => {
+    const terms = [];
+    if (q.username !== undefined) terms.push(eb('t.username', '=', q.username));
+    if (q.status === 'revoked') terms.push(eb('t.revoked_at', 'is not', null));
+    if (q.status === 'active') terms.push(eb('t.revoked_at', 'is', null), eb.or([eb('t.expires_at', 'is', null), eb('t.expires_at', '>', q.now)]));
+    if (q.status === 'expired') terms.push(eb('t.revoked_at', 'is', null), eb('t.expires_at', '<=', q.now));
+    return eb.and(terms);
+  };
+}
 
-export function createTokenRepo(db: Db) {
-  const insert = db.prepare(
-    `INSERT INTO tokens (token_id, token_hash, username, scopes, tenants, created_at, expires_at)
-     VALUES (@token_id, @token_hash, @username, @scopes, @tenants, @created_at, @expires_at)`,
-  );
-  const byHash = db.prepare<[string], LookupRow>(
-    `SELECT ${RECORD_COLUMNS}, u.role, u.kind, (u.disabled = 1 OR u.deleted_at IS NOT NULL) AS user_disabled
-       FROM tokens t JOIN users u ON u.username = t.username WHERE t.token_hash = ?`,
-  );
-  const revoke = db.prepare<[string, string]>('UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL');
-  const byId = db.prepare<[string], StoredRecord>(`SELECT ${RECORD_COLUMNS} FROM tokens t WHERE t.token_id = ?`);
-  type ListParams = Omit<TokenQuery, 'username'> & { username: string | null };
-  const list = db.prepare<ListParams, StoredRecord>(
-    `SELECT ${RECORD_COLUMNS} FROM tokens t WHERE ${LISTED}
-      ORDER BY t.created_at DESC, t.token_id DESC LIMIT @limit OFFSET @offset`,
-  );
-  const count = db.prepare<Omit<ListParams, 'limit' | 'offset'>, { n: number }>(`SELECT COUNT(*) AS n FROM tokens t WHERE ${LISTED}`);
-  const unrevokedOfUser = db.prepare<[string], { token_id: string }>('SELECT token_id FROM tokens WHERE username = ? AND revoked_at IS NULL ORDER BY token_id');
-  const revokeAllOfUser = db.prepare<{ username: string; at: string; keep: string | null }, { token_id: string }>(
-    `UPDATE tokens SET revoked_at = @at
-      WHERE username = @username AND revoked_at IS NULL AND token_id IS NOT @keep
-     RETURNING token_id`,
-  );
-
+export function createTokenRepo(db: Executor) {
   return {
-    insert(record: Omit<TokenRecord, 'revoked_at'>, tokenHash: string): void {
-      insert.run({
-        ...record,
-        token_hash: tokenHash,
-        scopes: JSON.stringify(record.scopes),
-        tenants: JSON.stringify(record.tenants),
-      });
+    async insert(record: Omit<TokenRecord, 'revoked_at'>, tokenHash: string): Promise<void> {
+      await db
+        .insertInto('tokens')
+        .values({ ...record, token_hash: tokenHash, scopes: JSON.stringify(record.scopes), tenants: JSON.stringify(record.tenants) })
+        .execute();
     },
     /** The token with this hash and its user, revoked or expired ones and disabled users included. */
-    findByHash(tokenHash: string): TokenLookup | undefined {
-      const row = byHash.get(tokenHash);
-      return row && { ...toRecord(row), user_disabled: row.user_disabled === 1 };
+    async findByHash(tokenHash: string): Promise<TokenLookup | undefined> {
+      const row = await db
+        .selectFrom('tokens as t')
+        .innerJoin('users as u', 'u.username', 't.username')
+        .select([...RECORD_COLUMNS, 'u.role', 'u.kind', 'u.disabled', 'u.deleted_at'])
+        .where('t.token_hash', '=', tokenHash)
+        .executeTakeFirst();
+      if (!row) return undefined;
+      const { role, kind, disabled, deleted_at: deletedAt, ...record } = row;
+      return { ...toRecord(record), role: role as Role | null, kind: kind as UserKind, user_disabled: disabled === 1 || deletedAt !== null };
     },
     /** The token of this id, whatever its state. */
-    get(tokenId: string): TokenRecord | undefined {
-      const row = byId.get(tokenId);
+    async get(tokenId: string): Promise<TokenRecord | undefined> {
+      const row = await db.selectFrom('tokens as t').select(RECORD_COLUMNS).where('t.token_id', '=', tokenId).executeTakeFirst();
       return row && toRecord(row);
     },
     /** A page of tokens, newest first, and how many match in all. */
-    list(q: TokenQuery): { items: TokenRecord[]; total: number } {
-      const params = { username: q.username ?? null, status: q.status, now: q.now };
-      const items = list.all({ ...params, limit: q.limit, offset: q.offset }).map(toRecord);
-      return { items, total: count.get(params)!.n };
+    async list(q: TokenQuery): Promise<{ items: TokenRecord[]; total: number }> {
+      const where = listed(q);
+      const [items, count] = await Promise.all([
+        db
+          .selectFrom('tokens as t')
+          .select(RECORD_COLUMNS)
+          .where(where)
+          .orderBy('t.created_at', 'desc')
+          .orderBy('t.token_id', 'desc')
+          .limit(q.limit)
+          .offset(q.offset)
+          .execute(),
+        db
+          .selectFrom('tokens as t')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where(where)
+          .executeTakeFirstOrThrow(),
+      ]);
+      return { items: items.map(toRecord), total: Number(count.n) };
     },
     /** The ids of a user's tokens that are not revoked (expired ones included). */
-    unrevokedIdsOf: (username: string): string[] => unrevokedOfUser.all(username).map((r) => r.token_id),
+    unrevokedIdsOf: async (username: string): Promise<string[]> =>
+      (await db.selectFrom('tokens').select('token_id').where('username', '=', username).where('revoked_at', 'is', null).orderBy('token_id').execute()).map(
+        (r) => r.token_id,
+      ),
     /** Revokes a token; false if it was unknown or already revoked. */
-    revoke: (tokenId: string, at: string): boolean => revoke.run(at, tokenId).changes === 1,
-    /** Revokes every unrevoked token of a user but `keep`; returns the ids it revoked. */
-    revokeAllOf: (username: string, at: string, keep?: string): string[] => revokeAllOfUser.all({ username, at, keep: keep ?? null }).map((r) => r.token_id),
+    async revoke(tokenId: string, at: string): Promise<boolean> {
+      const result = await db.updateTable('tokens').set({ revoked_at: at }).where('token_id', '=', tokenId).where('revoked_at', 'is', null).executeTakeFirst();
+      return affected(result) === 1;
+    },
+    /**
+     * Revokes every unrevoked token of a user but `keep`; returns the ids it revoked, in order.
+     * Of peers revoking the same token at once, only one reports it.
+     */
+    async revokeAllOf(username: string, at: string, keep?: string): Promise<string[]> {
+      let update = db.updateTable('tokens').set({ revoked_at: at }).where('username', '=', username).where('revoked_at', 'is', null);
+      if (keep !== undefined) update = update.where('token_id', '<>', keep);
+      const rows = await update.returning('token_id').execute();
+      return rows.map((r) => r.token_id).sort();
+    },
   };
 }
 export type TokenRepo = ReturnType<typeof createTokenRepo>;

@@ -1,10 +1,13 @@
 /**
  * @module Users: the people and service accounts that hold tokens. A deleted user keeps its row
  * (`deleted_at`) so its name is never given to another account; every read here but `count`
- * treats it as gone. The database keeps an enabled administrator (migration 6).
+ * treats it as gone. The database keeps an enabled administrator (SQLite's migration 6, and
+ * PostgreSQL's trigger): see `isLastAdministratorViolation` in `./errors`.
  */
-import type { Db } from './db';
+import { affected, type Executor, type Row } from './schema';
 import type { Role } from '../roles';
+
+export { isLastAdministratorViolation } from './errors';
 
 export type UserKind = 'human' | 'service';
 
@@ -27,73 +30,84 @@ export interface UserChange {
   disabled?: boolean | undefined;
 }
 
-interface StoredUser extends Omit<UserRow, 'disabled'> {
-  disabled: number;
-}
+const COLUMNS = ['username', 'role', 'kind', 'disabled', 'password_hash', 'created_at'] as const;
+type StoredUser = Pick<Row<'users'>, (typeof COLUMNS)[number]>;
 
-const toUser = ({ disabled, ...rest }: StoredUser): UserRow => ({ ...rest, disabled: disabled === 1 });
+const toUser = ({ disabled, role, kind, ...rest }: StoredUser): UserRow => ({
+  ...rest,
+  role: role as Role | null,
+  kind: kind as UserKind,
+  disabled: disabled === 1,
+});
 const withoutHash = ({ password_hash: _, ...user }: UserRow): User => user;
 
-/** The message of migration 6's triggers: the change would leave no enabled administrator. */
-const LAST_ADMINISTRATOR = 'last enabled administrator';
-
-/** True when `err` is the database refusing to lose its last enabled administrator. */
-export function isLastAdministratorViolation(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  return e?.code === 'SQLITE_CONSTRAINT_TRIGGER' && e.message === LAST_ADMINISTRATOR;
-}
-
-export function createUserRepo(db: Db) {
-  const columns = 'username, role, kind, disabled, password_hash, created_at';
-  const insert = db.prepare<[string, Role | null, UserKind, string | null, string]>(
-    'INSERT INTO users (username, role, kind, password_hash, created_at) VALUES (?, ?, ?, ?, ?)',
-  );
-  const byName = db.prepare<[string], StoredUser>(`SELECT ${columns} FROM users WHERE username = ? AND deleted_at IS NULL`);
-  const all = db.prepare<[], StoredUser>(`SELECT ${columns} FROM users WHERE deleted_at IS NULL ORDER BY username`);
-  const count = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM users');
-  const deleted = db.prepare<[string], { n: number }>('SELECT 1 AS n FROM users WHERE username = ? AND deleted_at IS NOT NULL');
-  const update = db.prepare<{ username: string; set_role: number; role: Role | null; disabled: number | null }, StoredUser>(
-    `UPDATE users SET role = CASE WHEN @set_role = 1 THEN @role ELSE role END, disabled = COALESCE(@disabled, disabled)
-      WHERE username = @username AND deleted_at IS NULL
-     RETURNING ${columns}`,
-  );
-  const markDeleted = db.prepare<[string, string]>('UPDATE users SET deleted_at = ?, password_hash = NULL WHERE username = ? AND deleted_at IS NULL');
-  const setPassword = db.prepare<[string, string]>('UPDATE users SET password_hash = ? WHERE username = ? AND deleted_at IS NULL');
-
+export function createUserRepo(db: Executor) {
+  const live = () => db.selectFrom('users').where('deleted_at', 'is', null);
   return {
-    /** Inserts an enabled user; throws SQLITE_CONSTRAINT_PRIMARYKEY if the name exists or existed. */
-    insert(user: Omit<User, 'disabled'>, passwordHash: string | null): void {
-      insert.run(user.username, user.role, user.kind, passwordHash, user.created_at);
+    /** Inserts an enabled user; throws a unique violation (`isUniqueViolation`) if the name exists or existed. */
+    async insert(user: Omit<User, 'disabled'>, passwordHash: string | null): Promise<void> {
+      await db
+        .insertInto('users')
+        .values({ username: user.username, role: user.role, kind: user.kind, password_hash: passwordHash, created_at: user.created_at })
+        .execute();
     },
-    get(username: string): UserRow | undefined {
-      const row = byName.get(username);
+    async get(username: string): Promise<UserRow | undefined> {
+      const row = await live().select(COLUMNS).where('username', '=', username).executeTakeFirst();
       return row && toUser(row);
     },
-    list: (): User[] => all.all().map((row) => withoutHash(toUser(row))),
+    list: async (): Promise<User[]> => (await live().select(COLUMNS).orderBy('username').execute()).map((row) => withoutHash(toUser(row))),
     /** Every user row ever made, deleted ones included (an empty database has none). */
-    count: (): number => count.get()!.n,
+    async count(): Promise<number> {
+      const row = await db
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
     /** True when a user of this name existed and was deleted. */
-    wasDeleted: (username: string): boolean => deleted.get(username) !== undefined,
+    wasDeleted: async (username: string): Promise<boolean> =>
+      (await db.selectFrom('users').select('username').where('username', '=', username).where('deleted_at', 'is not', null).executeTakeFirst()) !== undefined,
     /**
-     * Changes a user's role and/or disabled flag; undefined if there is no such user. Throws
+     * Changes a user's role and/or disabled flag; undefined if there is no such user. Rejects
      * (see `isLastAdministratorViolation`) if no enabled administrator would be left.
      */
-    update(username: string, change: UserChange): User | undefined {
-      const row = update.get({
-        username,
-        set_role: change.role === undefined ? 0 : 1,
-        role: change.role ?? null,
-        disabled: change.disabled === undefined ? null : Number(change.disabled),
-      });
+    async update(username: string, change: UserChange): Promise<User | undefined> {
+      const row = await db
+        .updateTable('users')
+        .set((eb) => ({
+          // An empty change still updates (the row as it is), so that it answers like any other.
+          disabled: change.disabled === undefined ? eb.ref('disabled') : Number(change.disabled),
+          ...(change.role !== undefined && { role: change.role }),
+        }))
+        .where('username', '=', username)
+        .where('deleted_at', 'is', null)
+        .returning(COLUMNS)
+        .executeTakeFirst();
       return row && withoutHash(toUser(row));
     },
     /**
-     * Marks a user deleted and forgets its password; false if there was no such user. Throws
+     * Marks a user deleted and forgets its password; false if there was no such user. Rejects
      * like `update` for the last enabled administrator.
      */
-    markDeleted: (username: string, at: string): boolean => markDeleted.run(at, username).changes === 1,
+    async markDeleted(username: string, at: string): Promise<boolean> {
+      const result = await db
+        .updateTable('users')
+        .set({ deleted_at: at, password_hash: null })
+        .where('username', '=', username)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return affected(result) === 1;
+    },
     /** Replaces a user's password hash; false if there is no such user. */
-    setPasswordHash: (username: string, hash: string): boolean => setPassword.run(hash, username).changes === 1,
+    async setPasswordHash(username: string, hash: string): Promise<boolean> {
+      const result = await db
+        .updateTable('users')
+        .set({ password_hash: hash })
+        .where('username', '=', username)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return affected(result) === 1;
+    },
   };
 }
 export type UserRepo = ReturnType<typeof createUserRepo>;

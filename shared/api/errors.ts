@@ -55,6 +55,8 @@ export const FLEET_ERRORS = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
+  /** The database did not answer (peers on PostgreSQL, docs/peers.md); `Retry-After` says when to try again. */
+  SERVICE_UNAVAILABLE: 503,
 } as const;
 export type FleetCode = keyof typeof FLEET_ERRORS;
 
@@ -75,7 +77,7 @@ export const FLEET_CODE_OF: Readonly<Record<ErrorCode, FleetCode>> = {
   idempotency_key_reused: 'IDEMPOTENCY_KEY_REUSED',
   rate_limited: 'RATE_LIMITED',
   internal_error: 'INTERNAL_ERROR',
-  unavailable: 'INTERNAL_ERROR', // never met on a fleet path: fleet groups do not reach devices
+  unavailable: 'SERVICE_UNAVAILABLE', // the database did not answer
 };
 
 /** Which shape a path's errors take: `fleet` for the fleet interface, `contract` for every other. */

@@ -63,6 +63,8 @@ export const NODE_NAME = /^[a-z0-9][a-z0-9-]{0,46}$/;
  * credentials). Replies to requests it received are allowed besides (one per request).
  */
 export function natsPermissions(name: string): { pub: string[]; sub: string[] } {
+  // A peer (docs/peers.md) talks to the other peers only; edges join a cluster's one control node.
+  if (name.startsWith('peer-')) return { pub: ['tether.peers.>'], sub: ['tether.peers.>', `${inboxPrefix(name)}.>`] };
   if (name === CONTROL_NAME) {
     return { pub: [BROADCAST_SUBJECT, nodeSubject('*')], sub: ['tether.control.>', `${inboxPrefix(name)}.>`] };
   }

@@ -24,8 +24,8 @@ export interface ClosedSession {
 export interface Relay {
   /** A session was opened for a device: tell its agent (it learns the expiry). */
   sessionOpened(session: OpenedSession): void;
-  /** A session closed or expired: end its streams and tell the agent. */
-  sessionClosed(session: ClosedSession): void;
+  /** A session closed or expired: end its streams and tell the agent; what it returns settles once their byte counts are written. */
+  sessionClosed(session: ClosedSession): void | Promise<void>;
   /** A device left the registry: disconnect its agent (`AGENT_CLOSE.deviceDeleted`). */
   deviceDeleted(deviceId: string): void;
   /** A device got a new agent token: disconnect the agent that still uses the old one (`AGENT_CLOSE.tokenRotated`). */

@@ -10,8 +10,10 @@ import { LATEST_SCHEMA } from '../../api/store/backup';
 import { client } from '../helpers/http';
 import { runTether, startServerProcess } from '../helpers/processes';
 import { tempDir } from '../helpers/stack';
+import { onPostgres, storeEnvFor } from '../helpers/store';
 
-const run = (args: string[]) => runTether(args);
+/** `tether ARGS` against the store of the server whose data dir is `dataDir` (its TETHER_DATABASE_URL on PostgreSQL). */
+const run = async (args: string[], dataDir: string) => runTether(args, await storeEnvFor(dataDir));
 
 describe('tether admin token', () => {
   it('issues a working administrator token while the server runs', async () => {
@@ -21,7 +23,7 @@ describe('tether admin token', () => {
     const old = readFileSync(tokenFile, 'utf8').trim();
     rmSync(tokenFile); // lost
 
-    const issued = await run(['admin', 'token', '--data-dir', dataDir]);
+    const issued = await run(['admin', 'token', '--data-dir', dataDir], dataDir);
     expect(issued).toMatchObject({ code: 0, stderr: '' });
     expect(issued.stdout).toMatch(
       new RegExp(`^issued token tok_\\w+ for admin \\(administrator, every scope and tenant, no expiry\\); it is in ${tokenFile}$`),
@@ -40,7 +42,7 @@ describe('tether admin token', () => {
 
     // another administrator, by name, to a file of its own: a person's token lives 8 hours
     const out = join(tempDir(), 'ops.token');
-    const named = await run(['admin', 'token', '--data-dir', dataDir, '--username', 'ops', '--out', out]);
+    const named = await run(['admin', 'token', '--data-dir', dataDir, '--username', 'ops', '--out', out], dataDir);
     expect(named.code).toBe(0);
     expect(named.stdout).toMatch(/for ops \(administrator, every scope and tenant, expires \d{4}-.+\); it is in /);
     expect((await client(url, readFileSync(out, 'utf8').trim()).get('/v1/me')).body.data.username).toBe('ops');
@@ -52,16 +54,18 @@ describe('tether admin token', () => {
     const { proc, url } = await startServerProcess(dataDir);
     const admin = client(url, readFileSync(join(dataDir, 'admin.token'), 'utf8').trim());
     expect((await admin.post('/v1/users', { username: 'dev', role: 'developer' })).status).toBe(201);
-    const refused = await run(['admin', 'token', '--data-dir', dataDir, '--username', 'dev']);
+    const refused = await run(['admin', 'token', '--data-dir', dataDir, '--username', 'dev'], dataDir);
     expect(refused).toMatchObject({ code: 1, stdout: '' });
     expect(refused.stderr).toBe('tether: dev is not an enabled administrator; administrators: admin (--username picks one)');
     await proc.stop();
 
-    // A database of another schema version is left alone (opening it would migrate it).
+    // On SQLite (the data dir's own file): a database of another schema version is left alone
+    // (opening it would migrate it), and a data dir without one is refused.
+    if (onPostgres) return;
     const db = new Database(join(dataDir, 'tether.db'));
     db.pragma(`user_version = ${LATEST_SCHEMA - 1}`);
     db.close();
-    const other = await run(['admin', 'token', '--data-dir', dataDir]);
+    const other = await runTether(['admin', 'token', '--data-dir', dataDir]);
     expect(other.code).toBe(1);
     expect(other.stderr).toBe(
       `tether: the database in ${dataDir} has schema version ${LATEST_SCHEMA - 1} and this tether ${LATEST_SCHEMA}: run the tether of the same version as the server`,
@@ -71,7 +75,7 @@ describe('tether admin token', () => {
     after.close();
 
     const nowhere = join(tempDir(), 'nowhere');
-    const missing = await run(['admin', 'token', '--data-dir', nowhere]);
+    const missing = await runTether(['admin', 'token', '--data-dir', nowhere]);
     expect(missing).toMatchObject({ code: 1, stderr: `tether: no tether database in ${nowhere} (set --data-dir, or TETHER_DATA_DIR)` });
     expect(existsSync(nowhere)).toBe(false);
   });

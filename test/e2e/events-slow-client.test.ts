@@ -14,8 +14,9 @@ import { simulatedRuntime } from '../../api/services/simulated-runtime';
 import { MAX_BUFFERED_BYTES } from '../../api/events/routes';
 import { bootstrapAdmin } from '../../api/identity/bootstrap';
 import { detachedRelay } from '../../api/relay';
-import type { PresenceChange } from '../../api/store/devices';
-import { openStore, type Store } from '../../api/store/index';
+import type { TetherEvent } from '../../api/events/hub';
+import type { Store } from '../../api/store/index';
+import { openTestStore } from '../helpers/store';
 import { createLogger } from '../../shared/log';
 import { createMetrics } from '../../shared/metrics';
 import { createTicketer } from '../../shared/auth/tickets';
@@ -30,7 +31,7 @@ const logs: string[] = [];
 
 beforeAll(async () => {
   const dir = tempDir();
-  store = openStore(dir);
+  store = await openTestStore(dir);
   api = createApi({
     store,
     relay: detachedRelay,
@@ -38,11 +39,12 @@ beforeAll(async () => {
     metrics: createMetrics(),
     ticketer: createTicketer(Buffer.alloc(32, 1)),
     wsBase: () => 'ws://127.0.0.1:0',
+    node: { run: 'server-testtest', url: 'http://127.0.0.1:0' },
     now: Date.now,
     runtime: simulatedRuntime(10),
     recordings: { dir: tempDir(), recordShell: false, recordInput: false, maxStoredBytes: 1 << 20, retentionDays: 90 },
   });
-  bootstrapAdmin(store, api.identity, dir, ADMIN_TOKEN, Date.now);
+  await bootstrapAdmin(store, dir, ADMIN_TOKEN, Date.now);
   server = createServer(api.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
@@ -51,16 +53,19 @@ afterAll(async () => {
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
   await api.shutdown();
-  store.close();
+  await store.close();
 });
 
-/** A batch of presence changes with long device ids: about 140 bytes of stream per change. */
-function changes(n: number, round: number): PresenceChange[] {
+/**
+ * A batch of presence events with long device ids (about 140 bytes of stream each), as another
+ * peer's would arrive: straight to the event streams, so that what grows is theirs alone.
+ */
+function changes(n: number, round: number): TetherEvent[] {
   const at = new Date().toISOString();
-  return Array.from({ length: n }, (_, i) => {
-    const deviceId = `slow-${round}-${i}-`.padEnd(64, 'x');
-    return i % 2 === 0 ? { kind: 'online', deviceId, agentVersion: null, forwardAllow: null, at } : { kind: 'offline', deviceId, at };
-  });
+  return Array.from({ length: n }, (_, i) => ({
+    event: i % 2 === 0 ? 'agent.online' : 'agent.offline',
+    data: { device_id: `slow-${round}-${i}-`.padEnd(64, 'x'), at },
+  }));
 }
 
 describe('an events client that does not read', () => {
@@ -78,7 +83,7 @@ describe('an events client that does not read', () => {
     const total = 64 * 1024 * 1024; // far beyond the bound and every socket buffer of the kernel
     let generated = 0;
     for (let round = 0; generated < total; round++) {
-      api.presence.apply(changes(2000, round));
+      for (const e of changes(2000, round)) api.fromPeers.event(e);
       generated += 2000 * 140;
       await new Promise((resolve) => setImmediate(resolve)); // the socket writes what it can
     }

@@ -4,9 +4,9 @@
  * its token is revoked; a user holds at most EVENT_STREAMS_PER_USER streams at once (a client that
  * does not read: events-slow-client.test.ts).
  */
-import { request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_STREAMS_PER_USER } from '../../api/events/routes';
+import { listenEvents, type EventsListener } from '../helpers/events';
 import { startStack, type Stack } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';
 
@@ -16,44 +16,8 @@ beforeAll(async () => {
 });
 afterAll(() => stack.stop());
 
-interface Listener {
-  status: number;
-  headers: IncomingHttpHeaders;
-  /** Everything received so far. */
-  text(): string;
-  events: Array<{ event: string; data: Record<string, unknown> }>;
-  ended: Promise<void>;
-  close(): void;
-}
-
 /** Listens to the events stream with `headers` (or at `query`), collecting what arrives. */
-function listen(headers: Record<string, string>, query = ''): Promise<Listener> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${stack.url}/v1/events${query}`, { headers });
-    req.on('error', reject);
-    req.on('response', (res: IncomingMessage) => {
-      const events: Listener['events'] = [];
-      let buffer = '';
-      let all = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        all += chunk;
-        buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event && data) events.push({ event, data: JSON.parse(data) });
-        }
-      });
-      const ended = new Promise<void>((done) => res.on('close', () => done()));
-      resolve({ status: res.statusCode!, headers: res.headers, text: () => all, events, ended, close: () => req.destroy() });
-    });
-    req.end();
-  });
-}
+const listen = (headers: Record<string, string>, query = '') => listenEvents(stack.url, headers, query);
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
@@ -114,7 +78,7 @@ describe('the events stream, bounded', () => {
   it(`holds at most ${EVENT_STREAMS_PER_USER} streams per user, of any of its tokens: one more is 429 with Retry-After; others still get theirs`, async () => {
     const capToken = await stack.userToken('ev-cap', 'developer');
     const otherToken = await stack.userToken('ev-cap-other', 'developer');
-    const held: Listener[] = [];
+    const held: EventsListener[] = [];
     for (let i = 0; i < EVENT_STREAMS_PER_USER; i++) held.push(await listen(bearer(capToken)));
     expect(held.map((l) => l.status)).toEqual(held.map(() => 200));
 

@@ -29,14 +29,14 @@ describe('the OpenAPI document', () => {
     expect(doc.info.version).toBe(TETHER_VERSION);
   });
 
-  it('describes exactly the operations the server serves', () => {
-    const { api, close } = detachedApi();
+  it('describes exactly the operations the server serves', async () => {
+    const { api, close } = await detachedApi();
     try {
       const served = new Set(api.endpoints());
       expect(served.has('GET /v1/openapi.json')).toBe(true);
       expect([...operations].sort()).toEqual([...served].sort());
     } finally {
-      close();
+      await close();
     }
   });
 

@@ -2,13 +2,13 @@
  * `tether server` as users run it: a real process with its own data dir, start-up lines,
  * first-start bootstrap, health endpoints, graceful SIGTERM, and recovery after SIGKILL.
  */
-import Database from 'better-sqlite3';
 import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { client } from '../helpers/http';
 import { startProcess, startServerProcess, type Proc } from '../helpers/processes';
 import { startStack, tempDir } from '../helpers/stack';
+import { queryStore } from '../helpers/store';
 import { waitFor } from '../helpers/wait';
 
 function startAgent(url: string, deviceId: string, token: string): Proc {
@@ -49,19 +49,12 @@ describe('tether server process', () => {
     expect(await proc.exited).toEqual({ code: 0, signal: null });
     await agent.waitForLine(new RegExp(`"session ended".*${s.session_id}.*server_shutdown`));
     await agent.stop();
-    const db = new Database(join(dataDir, 'tether.db'), { readonly: true });
-    try {
-      expect(db.prepare('SELECT status, close_reason FROM sessions WHERE session_id = ?').get(s.session_id)).toEqual({
-        status: 'closed',
-        close_reason: 'server_shutdown',
-      });
-      expect(db.prepare("SELECT actor, reason FROM audit_events WHERE event = 'session.closed'").get()).toEqual({
-        actor: 'system',
-        reason: 'server_shutdown',
-      });
-    } finally {
-      db.close();
-    }
+    expect(await queryStore(dataDir, 'SELECT status, close_reason FROM sessions WHERE session_id = ?', [s.session_id])).toEqual([
+      { status: 'closed', close_reason: 'server_shutdown' },
+    ]);
+    expect(await queryStore(dataDir, "SELECT actor, reason FROM audit_events WHERE event = 'session.closed'")).toEqual([
+      { actor: 'system', reason: 'server_shutdown' },
+    ]);
     // a second start keeps the administrator and prints no bootstrap line
     const again = await startServerProcess(dataDir);
     expect(again.proc.stdout.some((l) => l.startsWith('created user admin'))).toBe(false);

@@ -2,12 +2,11 @@
  * Remote-access sessions end to end, with real agent processes: seed tables 3.1, 5 (rules 4–6),
  * 7.1 and 8, and the contract's check order, racing opens and the audit log.
  */
-import Database from 'better-sqlite3';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '../helpers/http';
 import type { Proc } from '../helpers/processes';
 import { startStack, type Stack } from '../helpers/stack';
+import { execOnStore } from '../helpers/store';
 import { connectStream } from '../helpers/stream';
 
 let stack: Stack;
@@ -394,8 +393,7 @@ describe('responses', () => {
 
   it('500 internal_error names the request id and nothing else', async () => {
     // Break the database underneath the server: the audit table disappears.
-    const db = new Database(join(stack.dataDir, 'tether.db'));
-    db.exec('ALTER TABLE audit_events RENAME TO audit_events_hidden');
+    await execOnStore(stack.dataDir, 'ALTER TABLE audit_events RENAME TO audit_events_hidden');
     try {
       const res = await open(dev, { device_id: 'dev-b', protocol: 'diagnostics' });
       expect(res.status).toBe(500);
@@ -406,8 +404,7 @@ describe('responses', () => {
       const list = await dev.get('/v1/remote-access/sessions?status=open&device_id=dev-b');
       expect(list.body.data).toEqual([]);
     } finally {
-      db.exec('ALTER TABLE audit_events_hidden RENAME TO audit_events');
-      db.close();
+      await execOnStore(stack.dataDir, 'ALTER TABLE audit_events_hidden RENAME TO audit_events');
     }
   });
 });

@@ -1,15 +1,15 @@
-/** The API built in-process without a relay, on a temp SQLite store (for tests of what it serves, not of how). */
+/** The API built in-process without a relay, on a temp store of the kind under test (for tests of what it serves, not of how). */
 import { createApi, type Api } from '../../api/app';
 import { simulatedRuntime } from '../../api/services/simulated-runtime';
 import { detachedRelay } from '../../api/relay';
-import { openStore } from '../../api/store/index';
 import { silentLogger } from '../../shared/log';
 import { createMetrics } from '../../shared/metrics';
 import { createTicketer } from '../../shared/auth/tickets';
-import { tempDir } from './stack';
+import { openTestStore } from './store';
+import { tempDir } from './temp';
 
-export function detachedApi(): { api: Api; close(): void } {
-  const store = openStore(tempDir());
+export async function detachedApi(): Promise<{ api: Api; close(): Promise<void> }> {
+  const store = await openTestStore();
   const api = createApi({
     store,
     relay: detachedRelay,
@@ -17,15 +17,16 @@ export function detachedApi(): { api: Api; close(): void } {
     metrics: createMetrics(),
     ticketer: createTicketer(Buffer.alloc(32, 1)),
     wsBase: () => 'ws://127.0.0.1:0',
+    node: { run: 'server-testtest', url: 'http://127.0.0.1:0' },
     now: Date.now,
     runtime: simulatedRuntime(10),
     recordings: { dir: tempDir(), recordShell: true, recordInput: false, maxStoredBytes: 1 << 20, retentionDays: 90 },
   });
   return {
     api,
-    close() {
-      void api.shutdown();
-      store.close();
+    async close() {
+      await api.shutdown();
+      await store.close();
     },
   };
 }

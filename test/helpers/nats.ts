@@ -34,7 +34,7 @@ export interface NatsServer {
   url: string;
   /** The directory `tether cluster nats-config` wrote (credentials per node), when the bus has them. */
   credsDir: string | undefined;
-  /** A node's credentials file (`control`, `edge-1`, …); written on first use. */
+  /** A node's credentials file (`control`, `edge-1`, `peer-a`, …); written on first use. */
   creds(name: string): Promise<string>;
   /** SIGKILL, as a crash would. */
   kill(): Promise<void>;
@@ -44,8 +44,10 @@ export interface NatsServer {
 }
 
 /** Writes (or adds to) the bus's configuration and credentials with the CLI, as docs/cluster.md says. */
-async function natsConfig(dir: string, port: number, edges: string[]): Promise<void> {
-  const args = ['cluster', 'nats-config', '--out', dir, '--listen', `127.0.0.1:${port}`, ...edges.flatMap((e) => ['--edge', e])];
+async function natsConfig(dir: string, port: number, nodes: string[]): Promise<void> {
+  // `peer-NAME` is a peer's (docs/peers.md), anything else an edge's.
+  const flags = nodes.flatMap((n) => (n.startsWith('peer-') ? ['--peer', n] : ['--edge', n]));
+  const args = ['cluster', 'nats-config', '--out', dir, '--listen', `127.0.0.1:${port}`, ...flags];
   const { code, stdout, stderr } = await runTether(args);
   if (code !== 0) throw new Error(`tether cluster nats-config failed (${code}): ${stdout}${stderr}`);
 }

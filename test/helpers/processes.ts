@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll } from 'vitest';
 import { ESCAPED_ERROR_MSG } from '../../cmd/process-guard';
+import { storeEnvFor } from './store';
 import { waitFor } from './wait';
 
 export const TETHER_BIN = resolve(__dirname, '../../dist/tether.cjs');
@@ -108,7 +109,7 @@ export async function runTether(args: string[], env: Record<string, string | und
 
 /** A real `tether server` process on its own data dir; resolves once it listens. */
 export async function startServerProcess(dataDir: string, env: Record<string, string> = {}, port = 0) {
-  const proc = startProcess(['server'], { TETHER_LISTEN: `127.0.0.1:${port}`, TETHER_DATA_DIR: dataDir, ...env });
+  const proc = startProcess(['server'], { TETHER_LISTEN: `127.0.0.1:${port}`, TETHER_DATA_DIR: dataDir, ...(await storeEnvFor(dataDir)), ...env });
   const line = await proc.waitForLine(/^tether listening on /);
   const url = line.replace('tether listening on ', '');
   return { proc, url, port: Number(new URL(url).port) };

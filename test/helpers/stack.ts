@@ -2,15 +2,15 @@
  * The end-to-end harness: a real server in this process (temp data dir, port 0) and real agent
  * processes, so each scenario is a few lines. `stop()` ends everything it started.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
 import { loadServerConfig } from '../../cmd/server-config';
 import { startServer, type RunningServer } from '../../cmd/server';
 import { createLogger } from '../../shared/log';
 import { client, type Client } from './http';
 import { startProcess, type Proc } from './processes';
+import { storeEnvFor } from './store';
+import { tempDir } from './temp';
 import { waitFor } from './wait';
 
 export interface StackOptions {
@@ -50,17 +50,7 @@ export interface Stack {
   stopServer(): Promise<void>;
 }
 
-const tempDirs: string[] = [];
-afterAll(() => {
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-/** A fresh directory under the system temp dir, removed when the test file ends. */
-export function tempDir(prefix = 'tether-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(dir);
-  return dir;
-}
+export { tempDir } from './temp';
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const dataDir = options.dataDir ?? tempDir();
@@ -71,6 +61,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       TETHER_DATA_DIR: dataDir,
       TETHER_HEARTBEAT_MS: String(options.heartbeatMs ?? 20_000),
       TETHER_SIM_REPLICA_MS: String(options.simReplicaMs ?? 20),
+      ...(await storeEnvFor(dataDir)),
       ...options.env,
     },
     undefined,

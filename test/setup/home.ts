@@ -9,8 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export default function setup(): () => void {
+  // Vitest runs the global setup once for the run and once per project: the first one sets up.
+  if (process.env.TESTRUN_HOME !== undefined) return () => {};
   const home = mkdtempSync(join(tmpdir(), 'tether-test-home-'));
   process.env.HOME = home;
+  process.env.TESTRUN_HOME = home;
   return function teardown() {
     rmSync(home, { recursive: true, force: true });
   };

@@ -98,18 +98,19 @@ async function makeControl(options: { onlineIds?: string[]; started?: boolean; h
     metrics,
     now: Date.now,
     api: {
-      agentKey: (deviceId) => (TOKENS[deviceId] === undefined ? undefined : keyOf(deviceId)),
-      authorizeStream: (sessionId, credentials) =>
+      agentKey: async (deviceId) => (TOKENS[deviceId] === undefined ? undefined : keyOf(deviceId)),
+      agentKeys: async (deviceIds) => new Map(deviceIds.filter((id) => TOKENS[id] !== undefined).map((id) => [id, keyOf(id)])),
+      authorizeStream: async (sessionId, credentials) =>
         sessionId === GRANT.sessionId && credentials.ticketDigest === TICKET_DIGEST
           ? { ok: true, grant: GRANT }
           : { ok: false, code: 4401, reason: 'no valid ticket' },
-      openSession: (sessionId) => (sessionId === GRANT.sessionId ? GRANT : undefined),
-      recordBytes: (counts) => void f.bytes.push(counts),
+      openSession: async (sessionId) => (sessionId === GRANT.sessionId ? GRANT : undefined),
+      recordBytes: async (counts) => void f.bytes.push(counts),
       streamClients: { attached: (id) => void f.clients.push(`attached ${id}`), detached: (id) => void f.clients.push(`detached ${id}`) },
       presence: {
-        apply: (changes) => void f.writes.push(...changes),
-        onlineIds: () => options.onlineIds ?? [],
-        seen: (lastSeen) => void f.seen.push(lastSeen),
+        apply: async (changes) => void f.writes.push(...changes),
+        onlineIds: async () => options.onlineIds ?? [],
+        seen: async (lastSeen) => void f.seen.push(lastSeen),
       },
       recordings: {
         start(grant, streamId): StreamRecording {
@@ -173,9 +174,8 @@ function stateOf(f: Fixture): Record<string, string> {
 }
 
 /** The value of a metric (the sum of its series). */
-function metric(m: Metrics, name: string): number {
-  return m
-    .render()
+async function metric(m: Metrics, name: string): Promise<number> {
+  return (await m.render())
     .split('\n')
     .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
     .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
@@ -234,7 +234,7 @@ describe('presence from a node', () => {
     await waitFor(() => f.writes.length > 0, 'a presence write');
     await new Promise((r) => setTimeout(r, 100));
     expect(f.writes).toEqual([expect.objectContaining({ kind: 'online', deviceId: 'dev-1', agentVersion: '1.0.0' })]);
-    expect(metric(f.metrics, 'tether_cluster_refused_total')).toBe(2);
+    expect(await metric(f.metrics, 'tether_cluster_refused_total')).toBe(2);
   });
 
   it("a node cannot end another node's connection, nor one it did not report", async () => {
@@ -335,7 +335,7 @@ describe('runs of a node', () => {
     expect(await beat('edge-a', runOf('edge-a'), right)).toMatchObject({ resync: false }); // it was
     expect(await beat('edge-a', runOf('edge-a'), wrong)).toMatchObject({ resync: false });
     expect(await beat('edge-a', runOf('edge-a'), wrong)).toMatchObject({ resync: true });
-    expect(metric(f.metrics, 'tether_cluster_resyncs_total')).toBe(1);
+    expect(await metric(f.metrics, 'tether_cluster_resyncs_total')).toBe(1);
   });
 
   it('lets go the agents of a node silent past the deadline, not those of a node that keeps answering', async () => {
@@ -345,14 +345,14 @@ describe('runs of a node', () => {
     await changes('edge-a', [agent('edge-a', 'dev-1')]);
     await changes('edge-b', [agent('edge-b', 'dev-2')]);
     await waitFor(() => Object.keys(stateOf(f)).length === 2, 'two devices online');
-    expect(metric(f.metrics, 'tether_cluster_nodes')).toBe(3);
+    expect(await metric(f.metrics, 'tether_cluster_nodes')).toBe(3);
     // edge-b keeps beating; edge-a falls silent.
     const stop = keepBeating('edge-b');
     await waitFor(() => stateOf(f)['dev-1'] === 'offline', 'dev-1 offline');
     await stop();
     expect(stateOf(f)).toEqual({ 'dev-1': 'offline', 'dev-2': 'online' });
-    expect(metric(f.metrics, 'tether_cluster_nodes_lost_total')).toBe(1);
-    expect(metric(f.metrics, 'tether_cluster_nodes')).toBe(2);
+    expect(await metric(f.metrics, 'tether_cluster_nodes_lost_total')).toBe(1);
+    expect(await metric(f.metrics, 'tether_cluster_nodes')).toBe(2);
   });
 
   it('keeps at most 1,000 nodes: the heartbeat of one more is not answered', async () => {
@@ -363,8 +363,8 @@ describe('runs of a node', () => {
     }
     expect(await beat('one-more')).toBe('no answer');
     expect(await beat('n0')).toMatchObject({ resync: false }); // a node it keeps is still answered
-    expect(metric(f.metrics, 'tether_cluster_nodes')).toBe(1_001);
-    expect(metric(f.metrics, 'tether_cluster_refused_total')).toBe(1);
+    expect(await metric(f.metrics, 'tether_cluster_nodes')).toBe(1_001);
+    expect(await metric(f.metrics, 'tether_cluster_refused_total')).toBe(1);
   });
 });
 
@@ -407,7 +407,7 @@ describe('session streams across nodes', () => {
     expect(sig).toBe(streamOpenSignature(keyOf('dev-1'), { device_id: 'dev-1', ...signed }));
 
     // The session closed: its grants went with it.
-    f.control.relay.sessionClosed({ session_id: GRANT.sessionId, device_id: 'dev-1', close_reason: 'closed' });
+    await f.control.relay.sessionClosed({ session_id: GRANT.sessionId, device_id: 'dev-1', close_reason: 'closed' });
     expect(await open('edge-a')).toEqual({ sent: false });
     expect(commands).toHaveLength(1);
   });
@@ -504,7 +504,7 @@ describe('broadcasts', () => {
       { type: 'device.deleted', device_id: 'dev-2' },
       { type: 'resync', control_id: CONTROL_RUN },
     ]);
-    f.control.relay.sessionClosed({ session_id: 'sess-1', device_id: 'dev-1', close_reason: 'expired' });
+    await f.control.relay.sessionClosed({ session_id: 'sess-1', device_id: 'dev-1', close_reason: 'expired' });
     await peer.next(f.broadcasts, (m) => m.body.type === 'session.closed', 'session.closed');
     expect(f.broadcasts.at(-1)!.body).toEqual({ type: 'session.closed', session_id: 'sess-1', device_id: 'dev-1', reason: 'expired' });
     expect(f.local).toContain('sessionClosed sess-1 expired'); // and its own relay acts at once

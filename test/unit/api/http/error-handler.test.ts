@@ -260,17 +260,18 @@ describe('errorHandler and parserRejection on a real server', () => {
     });
 
     it('counts requests by method, route template and status; unmatched paths share one label', async () => {
-      const countOf = (labels: string) => Number(metrics.render().match(new RegExp(`^test_requests_total\\{${labels}\\} (\\d+)$`, 'm'))?.[1] ?? 0);
+      const countOf = async (labels: string) =>
+        Number((await metrics.render()).match(new RegExp(`^test_requests_total\\{${labels}\\} (\\d+)$`, 'm'))?.[1] ?? 0);
       const things = 'method="GET",route="/things/:id",status="200"';
       const unmatched = 'method="GET",route="unmatched",status="404"';
-      const [thingsBefore, unmatchedBefore] = [countOf(things), countOf(unmatched)];
+      const [thingsBefore, unmatchedBefore] = [await countOf(things), await countOf(unmatched)];
       await request(port, 'GET', '/things/1');
       await request(port, 'GET', '/things/2');
       await request(port, 'GET', '/no/such/a');
       await request(port, 'GET', '/no/such/b');
-      expect(countOf(things)).toBe(thingsBefore + 2);
-      expect(countOf(unmatched)).toBe(unmatchedBefore + 2);
-      expect(metrics.render()).not.toContain('/no/such');
+      expect(await countOf(things)).toBe(thingsBefore + 2);
+      expect(await countOf(unmatched)).toBe(unmatchedBefore + 2);
+      expect(await metrics.render()).not.toContain('/no/such');
     });
   });
 
@@ -289,7 +290,7 @@ describe('errorHandler and parserRejection on a real server', () => {
       });
       expect(logsOf('unhandled error').length).toBe(errorsBefore);
       expect(logs.some((l) => l.request_id === logged.request_id && 'err' in l)).toBe(false);
-      expect(metrics.render()).toMatch(/test_requests_total\{method="POST",route="\/upload",status="499"\} 1\n/);
+      expect(await metrics.render()).toMatch(/test_requests_total\{method="POST",route="\/upload",status="499"\} 1\n/);
     });
   });
 

@@ -1,5 +1,5 @@
 /**
- * Account administration (api/identity/accounts.ts) on a real SQLite store: who may change,
+ * Account administration (api/identity/accounts.ts) on a real store (SQLite, or PostgreSQL): who may change,
  * disable and delete users and tokens; the last enabled administrator stays; whatever stops a
  * token from working is handed at once to the effects the composition wires in (the token cache,
  * the sessions and streams the tokens opened), recorded here.
@@ -8,26 +8,12 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { createAccounts, type CutOffReason } from '../../../../api/identity/accounts';
 import { createIdentity } from '../../../../api/identity/identity';
 import { sha256Hex } from '../../../../shared/ids';
-import { storeForEachTest } from '../../../helpers/store';
+import { failure, storeForEachTest } from '../../../helpers/store';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
 
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(
-    () => {
-      throw new Error('expected a failure');
-    },
-    (err: unknown) => err,
-  );
-}
-function thrown(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a failure');
-}
+/** The error a promise rejects with (fails when it resolves). */
+const rejection = (p: Promise<unknown>): Promise<unknown> => failure(() => p);
 
 describe('accounts', () => {
   const store = storeForEachTest();
@@ -36,14 +22,14 @@ describe('accounts', () => {
   const accounts = () =>
     createAccounts(store, () => T0, {
       userChanged: (username) => void changed.push(username),
-      cutOff: (ids, reason) => void cutOff.push({ ids: [...ids], reason }),
+      cutOff: async (ids, reason) => void cutOff.push({ ids: [...ids], reason }),
     });
   const identity = () => createIdentity(store, () => T0);
   /** A user with a token of every scope (as a login gives); its principal (as authentication sees it) and the token. */
   async function user(username: string, role: 'administrator' | 'developer' | null, password?: string) {
     await identity().createUser({ username, role, kind: 'human', password });
-    const issued = identity().issueToken(username, { scopes: ['*'] });
-    return { ...issued, principal: store.tokens.findByHash(sha256Hex(issued.token))! };
+    const issued = await identity().issueToken(username, { scopes: ['*'] });
+    return { ...issued, principal: (await store.tokens.findByHash(sha256Hex(issued.token)))! };
   }
   /** Runs `verify` as the failed-login limit would let it. */
   const unlimited = (verify: () => Promise<boolean>) => verify();
@@ -57,27 +43,27 @@ describe('accounts', () => {
     it('needs an administrator; disabling cuts its tokens off at once', async () => {
       const admin = await user('root', 'administrator');
       const dev = await user('ann', 'developer');
-      const second = identity().issueToken('ann', {});
-      expect(thrown(() => accounts().updateUser(dev.principal, 'root', { role: 'developer' }))).toMatchObject({ code: 'forbidden' });
+      const second = await identity().issueToken('ann', {});
+      expect(await rejection(accounts().updateUser(dev.principal, 'root', { role: 'developer' }))).toMatchObject({ code: 'forbidden' });
       expect(changed).toEqual([]);
 
-      expect(accounts().updateUser(admin.principal, 'ann', { disabled: true })).toMatchObject({ username: 'ann', disabled: true });
+      expect(await accounts().updateUser(admin.principal, 'ann', { disabled: true })).toMatchObject({ username: 'ann', disabled: true });
       expect(changed).toEqual(['ann']);
       expect(cutOff).toEqual([{ ids: expect.arrayContaining([dev.token_id, second.token_id]), reason: 'user_disabled' }]);
       expect(cutOff[0]!.ids).toHaveLength(2);
-      expect(thrown(() => accounts().updateUser(admin.principal, 'nobody', { disabled: true }))).toMatchObject({ code: 'not_found' });
+      expect(await rejection(accounts().updateUser(admin.principal, 'nobody', { disabled: true }))).toMatchObject({ code: 'not_found' });
     });
 
     it('keeps an enabled administrator: none disables itself, and the last one cannot be demoted or disabled', async () => {
       const root = await user('root', 'administrator');
       await user('bob', 'administrator');
-      expect(thrown(() => accounts().updateUser(root.principal, 'root', { disabled: true }))).toMatchObject({ code: 'conflict' });
-      accounts().updateUser(root.principal, 'bob', { role: 'developer' });
-      expect(thrown(() => accounts().updateUser(root.principal, 'root', { role: 'developer' }))).toMatchObject({
+      expect(await rejection(accounts().updateUser(root.principal, 'root', { disabled: true }))).toMatchObject({ code: 'conflict' });
+      await accounts().updateUser(root.principal, 'bob', { role: 'developer' });
+      expect(await rejection(accounts().updateUser(root.principal, 'root', { role: 'developer' }))).toMatchObject({
         code: 'conflict',
         message: expect.stringContaining('last enabled administrator'),
       });
-      expect(store.users.get('root')!.role).toBe('administrator');
+      expect((await store.users.get('root'))!.role).toBe('administrator');
     });
   });
 
@@ -85,10 +71,10 @@ describe('accounts', () => {
     it('revokes all its tokens, cuts them off, and keeps the name taken', async () => {
       const admin = await user('root', 'administrator');
       const ann = await user('ann', 'developer');
-      expect(thrown(() => accounts().deleteUser(admin.principal, 'root'))).toMatchObject({ code: 'conflict' });
-      expect(accounts().deleteUser(admin.principal, 'ann')).toEqual({ username: 'ann', deleted: true });
+      expect(await rejection(accounts().deleteUser(admin.principal, 'root'))).toMatchObject({ code: 'conflict' });
+      expect(await accounts().deleteUser(admin.principal, 'ann')).toEqual({ username: 'ann', deleted: true });
       expect(cutOff).toEqual([{ ids: [ann.token_id], reason: 'user_deleted' }]);
-      expect(store.tokens.get(ann.token_id)!.revoked_at).not.toBeNull();
+      expect((await store.tokens.get(ann.token_id))!.revoked_at).not.toBeNull();
       expect(changed).toEqual(['ann']);
       expect(await rejection(identity().createUser({ username: 'ann' }))).toMatchObject({ code: 'conflict' });
     });
@@ -125,7 +111,7 @@ describe('accounts', () => {
 
     it("revokes the user's other tokens when asked, never the one in use", async () => {
       const ann = await user('ann', 'developer', 'old password');
-      const other = identity().issueToken('ann', {});
+      const other = await identity().issueToken('ann', {});
       const result = await accounts().changePassword(
         ann.principal,
         'ann',
@@ -133,8 +119,8 @@ describe('accounts', () => {
         unlimited,
       );
       expect(result.tokens_revoked).toBeGreaterThanOrEqual(1);
-      expect(store.tokens.get(other.token_id)!.revoked_at).not.toBeNull();
-      expect(store.tokens.get(ann.token_id)!.revoked_at).toBeNull();
+      expect((await store.tokens.get(other.token_id))!.revoked_at).not.toBeNull();
+      expect((await store.tokens.get(ann.token_id))!.revoked_at).toBeNull();
       expect(cutOff).toEqual([{ ids: [other.token_id], reason: 'token_revoked' }]);
     });
 
@@ -155,31 +141,29 @@ describe('accounts', () => {
       const admin = await user('root', 'administrator');
       const ann = await user('ann', 'developer');
       const listing = { status: 'active' as const, limit: 10, offset: 0 };
-      const own = accounts().listTokens(ann.principal, listing);
+      const own = await accounts().listTokens(ann.principal, listing);
       expect(own.items.map((t) => [t.token_id, t.current])).toEqual([[ann.token_id, true]]);
-      expect(thrown(() => accounts().listTokens(ann.principal, { ...listing, username: 'root' }))).toMatchObject({ code: 'forbidden' });
-      expect(thrown(() => accounts().listTokens(ann.principal, { ...listing, all: true }))).toMatchObject({ code: 'forbidden' });
-      expect(
-        accounts()
-          .listTokens(admin.principal, { ...listing, username: 'ann' })
-          .items.map((t) => [t.token_id, t.current]),
-      ).toEqual([[ann.token_id, false]]);
+      expect(await rejection(accounts().listTokens(ann.principal, { ...listing, username: 'root' }))).toMatchObject({ code: 'forbidden' });
+      expect(await rejection(accounts().listTokens(ann.principal, { ...listing, all: true }))).toMatchObject({ code: 'forbidden' });
+      expect((await accounts().listTokens(admin.principal, { ...listing, username: 'ann' })).items.map((t) => [t.token_id, t.current])).toEqual([
+        [ann.token_id, false],
+      ]);
     });
 
     it("revokes one's own token, or any as an administrator; someone else's is a 404 like an unknown one", async () => {
       const admin = await user('root', 'administrator');
       const ann = await user('ann', 'developer');
       const bob = await user('bob', 'developer');
-      const theirs = thrown(() => accounts().revokeToken(ann.principal, bob.token_id));
-      const unknown = thrown(() => accounts().revokeToken(ann.principal, 'tok_nothing'));
+      const theirs = await rejection(accounts().revokeToken(ann.principal, bob.token_id));
+      const unknown = await rejection(accounts().revokeToken(ann.principal, 'tok_nothing'));
       expect(theirs).toMatchObject({ code: 'not_found' });
       expect((theirs as Error).message.replace(bob.token_id, 'ID')).toBe((unknown as Error).message.replace('tok_nothing', 'ID'));
-      expect(store.tokens.get(bob.token_id)!.revoked_at).toBeNull();
+      expect((await store.tokens.get(bob.token_id))!.revoked_at).toBeNull();
       expect(cutOff).toEqual([]);
 
-      accounts().revokeToken(admin.principal, bob.token_id);
-      accounts().revokeToken(ann.principal, ann.token_id);
-      accounts().revokeToken(ann.principal, ann.token_id); // twice is not an error
+      await accounts().revokeToken(admin.principal, bob.token_id);
+      await accounts().revokeToken(ann.principal, ann.token_id);
+      await accounts().revokeToken(ann.principal, ann.token_id); // twice is not an error
       expect(cutOff.map((c) => c.ids[0])).toEqual([bob.token_id, ann.token_id, ann.token_id]);
       expect(cutOff.every((c) => c.reason === 'token_revoked')).toBe(true);
     });

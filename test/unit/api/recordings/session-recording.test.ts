@@ -27,7 +27,9 @@ async function record(slices: Buffer[], options: { maxStoredBytes?: number } = {
     recordInput: false,
     maxStoredBytes: options.maxStoredBytes ?? 1 << 30,
     log: createLogger({ level: 'error', write: () => {} }),
-    onProgress: (p) => progress.push(p),
+    onProgress: async (p) => {
+      progress.push(p);
+    },
     now: () => Date.UTC(2026, 0, 1, 0, 1),
   });
   const stream = rec.streamStarted();
@@ -93,7 +95,9 @@ describe('a session recording', () => {
       recordInput: false,
       maxStoredBytes: 1 << 30,
       log: createLogger({ level: 'error', write: () => {} }),
-      onProgress: (p) => progress.push(p),
+      onProgress: async (p) => {
+        progress.push(p);
+      },
       now: () => Date.UTC(2026, 0, 1, 0, 1),
     });
     const stream = rec.streamStarted();

@@ -1,4 +1,4 @@
-/** The database file: created readable by its owner only (with its WAL files), in WAL mode with full sync and foreign keys on. */
+/** SQLite's database file (the embedded store, whichever store the run tests): created readable by its owner only (with its WAL files), in WAL mode with full sync and foreign keys on. */
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,15 +10,18 @@ const modeOf = (path: string) => statSync(path).mode & 0o777;
 
 describe('openDatabase', () => {
   let store: Store | undefined;
-  afterEach(() => store?.close());
+  afterEach(async () => {
+    await store?.close();
+    store = undefined;
+  });
 
-  it('creates the data dir 0700 and the database and its WAL files 0600', () => {
+  it('creates the data dir 0700 and the database and its WAL files 0600', async () => {
     const dir = join(tempDir(), 'data');
     // A common umask, which alone would give 0755 and 0644: the modes must come from the code.
     const umask = process.umask(0o022);
     try {
-      store = openStore(dir);
-      store.users.insert({ username: 'ann', role: null, kind: 'human', created_at: '2026-01-01T00:00:00Z' }, null);
+      store = await openStore(dir);
+      await store.users.insert({ username: 'ann', role: null, kind: 'human', created_at: '2026-01-01T00:00:00Z' }, null);
     } finally {
       process.umask(umask);
     }
@@ -31,19 +34,19 @@ describe('openDatabase', () => {
     }
   });
 
-  it('journals in WAL mode, syncs fully and enforces foreign keys', () => {
-    store = openStore(tempDir());
-    expect(store.db.pragma('journal_mode', { simple: true })).toBe('wal');
-    expect(store.db.pragma('synchronous', { simple: true })).toBe(2); // FULL
-    expect(store.db.pragma('foreign_keys', { simple: true })).toBe(1);
+  it('journals in WAL mode, syncs fully and enforces foreign keys', async () => {
+    store = await openStore(tempDir());
+    expect(store.sqlite!.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(store.sqlite!.pragma('synchronous', { simple: true })).toBe(2); // FULL
+    expect(store.sqlite!.pragma('foreign_keys', { simple: true })).toBe(1);
   });
 
-  it('keeps what was written across a close and a reopen', () => {
+  it('keeps what was written across a close and a reopen', async () => {
     const dir = tempDir();
-    store = openStore(dir);
-    store.users.insert({ username: 'ann', role: 'developer', kind: 'human', created_at: '2026-01-01T00:00:00Z' }, 'hash');
-    store.close();
-    store = openStore(dir);
-    expect(store.users.get('ann')).toMatchObject({ role: 'developer', password_hash: 'hash' });
+    store = await openStore(dir);
+    await store.users.insert({ username: 'ann', role: 'developer', kind: 'human', created_at: '2026-01-01T00:00:00Z' }, 'hash');
+    await store.close();
+    store = await openStore(dir);
+    expect(await store.users.get('ann')).toMatchObject({ role: 'developer', password_hash: 'hash' });
   });
 });

@@ -1,18 +1,20 @@
-/** The migrations apply in order on an empty or older database up to the last `user_version`, refuse a newer one, and migration 5 upgrades schema 4 without losing anything. */
+/** SQLite's migrations (whichever store the run tests) apply in order on an empty or older database up to the last `user_version`, refuse a newer one, and migration 5 upgrades schema 4 without losing anything. */
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PRE_SCOPE_GRANT } from '../../../../api/access';
 import { DB_FILE, migrate } from '../../../../api/store/db';
 import { openStore } from '../../../../api/store/index';
-import { migrations } from '../../../../api/store/migrations/index';
+import { sqliteMigrations as migrations } from '../../../../api/store/migrations/sqlite/index';
+import { isUniqueViolation } from '../../../../api/store/errors';
 import { tempDir } from '../../../helpers/stack';
+import { failure } from '../../../helpers/store';
 
 // On a database written by the previous release: open sessions learn when their token expires,
 // closed ones keep every field, and tokens without scopes keep exactly what they could do before
 // (everything their role allows outside the fleet interface).
 describe('migration 5', () => {
-  it('upgrades a schema-4 database without losing anything', () => {
+  it('upgrades a schema-4 database without losing anything', async () => {
     const dir = tempDir();
     const old = new Database(join(dir, DB_FILE));
     for (const m of migrations.filter((x) => x.version <= 4)) old.exec(m.sql);
@@ -31,11 +33,11 @@ describe('migration 5', () => {
     `);
     old.close();
 
-    const store = openStore(dir);
+    const store = await openStore(dir);
     try {
-      expect(store.db.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
-      expect(store.sessions.get('sess-open')).toMatchObject({ status: 'open', token_expires_at: '2026-01-01T08:00:00.000Z', bytes_to_device: 5 });
-      expect(store.sessions.get('sess-done')).toMatchObject({
+      expect(store.sqlite!.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
+      expect(await store.sessions.get('sess-open')).toMatchObject({ status: 'open', token_expires_at: '2026-01-01T08:00:00.000Z', bytes_to_device: 5 });
+      expect(await store.sessions.get('sess-done')).toMatchObject({
         status: 'closed',
         close_reason: 'closed',
         closed_at: '2025-12-31T00:00:30Z',
@@ -43,7 +45,7 @@ describe('migration 5', () => {
         token_expires_at: null,
       });
       // the rule "one open session per protocol per device" survived the rebuild
-      expect(() =>
+      const duplicate = await failure(() =>
         store.sessions.insert({
           session_id: 'sess-dup',
           device_id: 'd1',
@@ -57,12 +59,13 @@ describe('migration 5', () => {
           trace_id: 't3',
           targets: null,
         }),
-      ).toThrow(/UNIQUE/);
-      expect(store.tokens.findByHash('h1')?.scopes).toEqual([...PRE_SCOPE_GRANT]);
-      expect(store.tokens.findByHash('h2')?.scopes).toEqual(['fleet:read']);
-      expect(store.db.pragma('integrity_check', { simple: true })).toBe('ok');
+      );
+      expect(isUniqueViolation(duplicate)).toBe(true);
+      expect((await store.tokens.findByHash('h1'))?.scopes).toEqual([...PRE_SCOPE_GRANT]);
+      expect((await store.tokens.findByHash('h2'))?.scopes).toEqual(['fleet:read']);
+      expect(store.sqlite!.pragma('integrity_check', { simple: true })).toBe('ok');
     } finally {
-      store.close();
+      await store.close();
     }
   });
 });
@@ -73,11 +76,11 @@ describe('every migration', () => {
       (r) => r.name,
     );
 
-  it('is numbered 1, 2, 3 … with no gap or repeat', () => {
+  it('is numbered 1, 2, 3 … with no gap or repeat', async () => {
     expect(migrations.map((m) => m.version)).toEqual(migrations.map((_, i) => i + 1));
   });
 
-  it('applies on an empty database, each in turn, and user_version ends at the last one', () => {
+  it('applies on an empty database, each in turn, and user_version ends at the last one', async () => {
     const db = new Database(join(tempDir(), DB_FILE));
     try {
       expect(db.pragma('user_version', { simple: true })).toBe(0);
@@ -90,6 +93,9 @@ describe('every migration', () => {
         'fleet_groups',
         'fleet_vehicles',
         'idempotency_keys',
+        'peers',
+        'rate_limit_hits',
+        'recording_chunks',
         'recordings',
         'revisions',
         'secrets',
@@ -105,7 +111,7 @@ describe('every migration', () => {
     }
   });
 
-  it('brings a database at any earlier version up to the last one, applying only what is missing', () => {
+  it('brings a database at any earlier version up to the last one, applying only what is missing', async () => {
     const expected = (() => {
       const db = new Database(join(tempDir(), DB_FILE));
       migrate(db);
@@ -127,22 +133,22 @@ describe('every migration', () => {
     }
   });
 
-  it('reopening a migrated store applies nothing twice', () => {
+  it('reopening a migrated store applies nothing twice', async () => {
     const dir = tempDir();
-    openStore(dir).close();
-    const store = openStore(dir); // would throw "table users already exists" if re-applied
+    await (await openStore(dir)).close();
+    const store = await openStore(dir); // would throw "table users already exists" if re-applied
     try {
-      expect(store.db.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
+      expect(store.sqlite!.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
     } finally {
-      store.close();
+      await store.close();
     }
   });
 
-  it('refuses a database written by a newer build', () => {
+  it('refuses a database written by a newer build', async () => {
     const dir = tempDir();
     const db = new Database(join(dir, DB_FILE));
     db.pragma(`user_version = ${migrations.at(-1)!.version + 1}`);
     db.close();
-    expect(() => openStore(dir)).toThrow(/newer than this build understands/);
+    await expect(openStore(dir)).rejects.toThrow(/newer than this build understands/);
   });
 });

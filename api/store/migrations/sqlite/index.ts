@@ -1,4 +1,4 @@
-/** @module The numbered schema migrations, applied in order; `PRAGMA user_version` records the last. */
+/** @module SQLite's numbered schema migrations, applied in order; `PRAGMA user_version` records the last. */
 import m001 from './001-identity-devices-sessions';
 import m002 from './002-deployments';
 import m003 from './003-fleet';
@@ -10,6 +10,7 @@ import m008 from './008-recordings';
 import m009 from './009-idempotency';
 import m010 from './010-session-idle';
 import m011 from './011-service-status';
+import m012 from './012-peers';
 
 export interface Migration {
   version: number;
@@ -17,7 +18,7 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: readonly Migration[] = [
+export const sqliteMigrations: readonly Migration[] = [
   { version: 1, name: 'identity-devices-sessions', sql: m001 },
   { version: 2, name: 'deployments', sql: m002 },
   { version: 3, name: 'fleet', sql: m003 },
@@ -29,4 +30,5 @@ export const migrations: readonly Migration[] = [
   { version: 9, name: 'idempotency', sql: m009 },
   { version: 10, name: 'session-idle', sql: m010 },
   { version: 11, name: 'service-status', sql: m011 },
+  { version: 12, name: 'peers', sql: m012 },
 ];

@@ -1,0 +1,216 @@
+/**
+ * Schema 11 on PostgreSQL: the tables SQLite reaches through its migrations 1 to 11, created at
+ * once (PostgreSQL installations begin at this release). Text is compared byte by byte (the "C"
+ * collation, as SQLite's BINARY), so ISO timestamps and ids order the same on both stores; flags
+ * stay 0/1 integers and JSON stays text, as on SQLite, so one data layer reads both.
+ */
+export default `
+CREATE TABLE users (
+  username      TEXT COLLATE "C" PRIMARY KEY,
+  role          TEXT COLLATE "C" CHECK (role IN ('developer', 'platform-engineer', 'administrator')),
+  kind          TEXT COLLATE "C" NOT NULL CHECK (kind IN ('human', 'service')),
+  password_hash TEXT COLLATE "C",
+  created_at    TEXT COLLATE "C" NOT NULL,
+  disabled      INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+  deleted_at    TEXT COLLATE "C"
+);
+CREATE TABLE tokens (
+  token_id   TEXT COLLATE "C" PRIMARY KEY,
+  token_hash TEXT COLLATE "C" NOT NULL UNIQUE,
+  username   TEXT COLLATE "C" NOT NULL REFERENCES users (username) ON DELETE CASCADE,
+  scopes     TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+  tenants    TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+  created_at TEXT COLLATE "C" NOT NULL,
+  expires_at TEXT COLLATE "C",
+  revoked_at TEXT COLLATE "C"
+);
+CREATE INDEX tokens_username ON tokens (username);
+CREATE INDEX tokens_user_created ON tokens (username, created_at);
+CREATE INDEX tokens_created ON tokens (created_at);
+
+-- There is always an enabled administrator: the update or delete that would leave none fails
+-- with SQLSTATE TA001 (the API answers 409), whichever peer runs it.
+CREATE FUNCTION users_keep_an_administrator() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF OLD.role = 'administrator' AND OLD.disabled = 0 AND OLD.deleted_at IS NULL
+     AND (TG_OP = 'DELETE' OR NOT (NEW.role IS NOT DISTINCT FROM 'administrator' AND NEW.disabled = 0 AND NEW.deleted_at IS NULL)) THEN
+    -- Serialise the check across peers: two transactions each disabling a different last-but-one
+    -- administrator must not both pass.
+    PERFORM pg_advisory_xact_lock(hashtext('tether.users.administrators'));
+    IF NOT EXISTS (SELECT 1 FROM users WHERE role = 'administrator' AND disabled = 0 AND deleted_at IS NULL
+                                         AND username <> OLD.username) THEN
+      RAISE EXCEPTION 'last enabled administrator' USING ERRCODE = 'TA001';
+    END IF;
+  END IF;
+  IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER users_keep_an_administrator_on_update
+BEFORE UPDATE OF role, disabled, deleted_at ON users
+FOR EACH ROW EXECUTE FUNCTION users_keep_an_administrator();
+CREATE TRIGGER users_keep_an_administrator_on_delete
+BEFORE DELETE ON users
+FOR EACH ROW EXECUTE FUNCTION users_keep_an_administrator();
+
+CREATE TABLE devices (
+  device_id        TEXT COLLATE "C" PRIMARY KEY,
+  agent_token_hash TEXT COLLATE "C" NOT NULL UNIQUE,
+  labels           TEXT COLLATE "C" NOT NULL DEFAULT '{}',
+  agent_status     TEXT COLLATE "C" NOT NULL DEFAULT 'offline' CHECK (agent_status IN ('online', 'offline')),
+  agent_version    TEXT COLLATE "C",
+  last_seen_at     TEXT COLLATE "C",
+  created_at       TEXT COLLATE "C" NOT NULL,
+  forward_allow    TEXT COLLATE "C"
+);
+
+CREATE TABLE sessions (
+  session_id        TEXT COLLATE "C" PRIMARY KEY,
+  device_id         TEXT COLLATE "C" NOT NULL,
+  protocol          TEXT COLLATE "C" NOT NULL CHECK (protocol IN ('diagnostics', 'shell', 'file-transfer', 'port-forward')),
+  status            TEXT COLLATE "C" NOT NULL CHECK (status IN ('open', 'closed')),
+  ttl_seconds       INTEGER NOT NULL CHECK (ttl_seconds BETWEEN 60 AND 28800),
+  opened_by         TEXT COLLATE "C" NOT NULL,
+  opened_at         TEXT COLLATE "C" NOT NULL,
+  expires_at        TEXT COLLATE "C" NOT NULL,
+  closed_at         TEXT COLLATE "C",
+  close_reason      TEXT COLLATE "C" CHECK (close_reason IN ('closed', 'expired', 'token_expired', 'device_deleted', 'server_shutdown', 'idle')),
+  bytes_to_device   BIGINT NOT NULL DEFAULT 0,
+  bytes_from_device BIGINT NOT NULL DEFAULT 0,
+  trace_id          TEXT COLLATE "C" NOT NULL,
+  token_id          TEXT COLLATE "C",
+  token_expires_at  TEXT COLLATE "C",
+  targets           TEXT COLLATE "C",
+  CHECK ((status = 'open') = (closed_at IS NULL)),
+  CHECK ((protocol = 'port-forward') = (targets IS NOT NULL))
+);
+-- One open session per protocol per device, held by the database: of racing opens on any
+-- peers, one commits and the others fail (409).
+CREATE UNIQUE INDEX sessions_one_open_per_protocol ON sessions (device_id, protocol) WHERE status = 'open';
+CREATE INDEX sessions_open_expiry ON sessions (expires_at) WHERE status = 'open';
+CREATE INDEX sessions_opened_at ON sessions (opened_at);
+CREATE INDEX sessions_owner ON sessions (opened_by, opened_at);
+CREATE INDEX sessions_open_by_token ON sessions (token_id) WHERE status = 'open';
+
+CREATE TABLE audit_events (
+  id         BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+  event      TEXT COLLATE "C" NOT NULL,
+  session_id TEXT COLLATE "C" NOT NULL,
+  device_id  TEXT COLLATE "C" NOT NULL,
+  protocol   TEXT COLLATE "C" NOT NULL,
+  actor      TEXT COLLATE "C" NOT NULL,
+  owner      TEXT COLLATE "C" NOT NULL,
+  reason     TEXT COLLATE "C",
+  at         TEXT COLLATE "C" NOT NULL,
+  trace_id   TEXT COLLATE "C" NOT NULL,
+  targets    TEXT COLLATE "C"
+);
+CREATE INDEX audit_events_session ON audit_events (session_id);
+CREATE INDEX audit_events_owner ON audit_events (owner, id);
+
+CREATE TABLE secrets (
+  name  TEXT COLLATE "C" PRIMARY KEY,
+  value BYTEA NOT NULL
+);
+
+CREATE TABLE services (
+  name               TEXT COLLATE "C" NOT NULL,
+  environment        TEXT COLLATE "C" NOT NULL CHECK (environment IN ('dev', 'staging', 'prod')),
+  status             TEXT COLLATE "C" NOT NULL CHECK (status IN ('healthy', 'degraded', 'failed', 'deploying')),
+  current_revision   TEXT COLLATE "C" NOT NULL,
+  previous_revision  TEXT COLLATE "C",
+  desired_replicas   INTEGER NOT NULL CHECK (desired_replicas BETWEEN 0 AND 1000),
+  ready_replicas     INTEGER NOT NULL DEFAULT 0 CHECK (ready_replicas >= 0),
+  sync_status        TEXT COLLATE "C" NOT NULL CHECK (sync_status IN ('Synced', 'OutOfSync')),
+  canary_revision    TEXT COLLATE "C",
+  canary_weight      INTEGER CHECK (canary_weight BETWEEN 0 AND 100),
+  rollout            INTEGER NOT NULL DEFAULT 1,
+  last_deployed_at   TEXT COLLATE "C" NOT NULL,
+  created_at         TEXT COLLATE "C" NOT NULL,
+  status_message     TEXT COLLATE "C" CHECK (status_message IS NULL OR length(status_message) <= 8192),
+  PRIMARY KEY (name, environment),
+  CHECK ((canary_revision IS NULL) = (canary_weight IS NULL))
+);
+CREATE INDEX services_env_status ON services (environment, status, name);
+CREATE TABLE revisions (
+  service      TEXT COLLATE "C" NOT NULL,
+  environment  TEXT COLLATE "C" NOT NULL,
+  revision     TEXT COLLATE "C" NOT NULL,
+  image        TEXT COLLATE "C" NOT NULL,
+  spec         TEXT COLLATE "C" NOT NULL,
+  replicas     INTEGER NOT NULL,
+  deployed_at  TEXT COLLATE "C" NOT NULL,
+  deployed_by  TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (service, environment, revision),
+  FOREIGN KEY (service, environment) REFERENCES services (name, environment) ON DELETE CASCADE
+);
+CREATE INDEX revisions_history ON revisions (service, environment, deployed_at);
+CREATE TABLE deployment_audit (
+  id          BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+  event       TEXT COLLATE "C" NOT NULL,
+  service     TEXT COLLATE "C" NOT NULL,
+  environment TEXT COLLATE "C" NOT NULL,
+  revision    TEXT COLLATE "C",
+  actor       TEXT COLLATE "C" NOT NULL,
+  at          TEXT COLLATE "C" NOT NULL,
+  details     TEXT COLLATE "C" NOT NULL DEFAULT '{}'
+);
+CREATE INDEX deployment_audit_service ON deployment_audit (service, environment, id);
+
+CREATE TABLE fleet_groups (
+  tenant_id     TEXT COLLATE "C" NOT NULL,
+  group_id      TEXT COLLATE "C" NOT NULL,
+  name          TEXT COLLATE "C" NOT NULL,
+  name_key      TEXT COLLATE "C" NOT NULL,
+  description   TEXT COLLATE "C",
+  region        TEXT COLLATE "C",
+  tags          TEXT COLLATE "C" NOT NULL DEFAULT '[]',
+  vehicle_count INTEGER NOT NULL DEFAULT 0 CHECK (vehicle_count >= 0),
+  created_at    TEXT COLLATE "C" NOT NULL,
+  created_by    TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, group_id)
+);
+CREATE UNIQUE INDEX fleet_groups_name ON fleet_groups (tenant_id, name_key);
+CREATE INDEX fleet_groups_created ON fleet_groups (tenant_id, created_at, group_id);
+CREATE TABLE fleet_vehicles (
+  tenant_id   TEXT COLLATE "C" NOT NULL,
+  vehicle_id  TEXT COLLATE "C" NOT NULL,
+  vin         TEXT COLLATE "C" NOT NULL,
+  status      TEXT COLLATE "C" NOT NULL DEFAULT 'active',
+  device_id   TEXT COLLATE "C",
+  group_id    TEXT COLLATE "C",
+  assigned_at TEXT COLLATE "C",
+  assigned_by TEXT COLLATE "C",
+  created_at  TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (tenant_id, vehicle_id),
+  FOREIGN KEY (tenant_id, group_id) REFERENCES fleet_groups (tenant_id, group_id)
+);
+CREATE UNIQUE INDEX fleet_vehicles_vin ON fleet_vehicles (tenant_id, vin);
+CREATE INDEX fleet_vehicles_group ON fleet_vehicles (tenant_id, group_id, vehicle_id);
+
+CREATE TABLE recordings (
+  session_id   TEXT COLLATE "C" PRIMARY KEY,
+  device_id    TEXT COLLATE "C" NOT NULL,
+  username     TEXT COLLATE "C" NOT NULL,
+  started_at   TEXT COLLATE "C" NOT NULL,
+  ended_at     TEXT COLLATE "C",
+  duration_s   DOUBLE PRECISION NOT NULL DEFAULT 0,
+  bytes        BIGINT NOT NULL DEFAULT 0,
+  stored_bytes BIGINT NOT NULL DEFAULT 0,
+  sha256       TEXT COLLATE "C" NOT NULL,
+  truncated    INTEGER NOT NULL DEFAULT 0 CHECK (truncated IN (0, 1)),
+  input        INTEGER NOT NULL DEFAULT 0 CHECK (input IN (0, 1)),
+  file         TEXT COLLATE "C" NOT NULL
+);
+CREATE INDEX recordings_ended_at ON recordings (ended_at);
+
+CREATE TABLE idempotency_keys (
+  caller      TEXT COLLATE "C" NOT NULL,
+  key_hash    TEXT COLLATE "C" NOT NULL,
+  fingerprint TEXT COLLATE "C" NOT NULL,
+  created_at  BIGINT NOT NULL,
+  status      INTEGER,
+  response    BYTEA,
+  PRIMARY KEY (caller, key_hash)
+);
+CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+`;

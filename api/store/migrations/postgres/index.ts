@@ -1,0 +1,13 @@
+/**
+ * @module PostgreSQL's numbered schema migrations, applied in order; the table `schema_version`
+ * records the last. They begin at 11, the schema SQLite reached through its own migrations 1 to
+ * 11, and from there each version means the same schema on both stores.
+ */
+import type { Migration } from '../sqlite/index';
+import m011 from './011-schema';
+import m012 from './012-peers';
+
+export const postgresMigrations: readonly Migration[] = [
+  { version: 11, name: 'schema', sql: m011 },
+  { version: 12, name: 'peers', sql: m012 },
+];

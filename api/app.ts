@@ -25,7 +25,7 @@ import type { SessionRow } from './store/sessions';
 import { createPresence } from './devices/presence';
 import { createHousekeeping, type ThisNode } from './housekeeping';
 import { soleLeader, type Leadership } from './store/leadership';
-import { serverEvent } from '../shared/api/events';
+import { peerInbox } from './peer-inbox';
 import { mountRoutes } from './routes';
 
 export interface ApiDeps {
@@ -83,7 +83,9 @@ export function createApi(deps: ApiDeps) {
       }
     },
   });
-  const recorder = createRecorder(store, deps.recordings, log.child({ component: 'recordings' }), now, metrics);
+  const leadership = deps.leadership ?? soleLeader;
+  const recordingSettings = { ...deps.recordings, leads: () => leadership.leads() };
+  const recorder = createRecorder(store, recordingSettings, log.child({ component: 'recordings' }), now, metrics);
   const events = createEventHub();
   if (deps.peers) events.forwardLocal((e) => deps.peers!.event(e));
   const sessionEvent = (event: 'session.opened' | 'session.closed', s: SessionRow) =>
@@ -123,7 +125,7 @@ export function createApi(deps: ApiDeps) {
   });
   const housekeeping = createHousekeeping({
     store,
-    leadership: deps.leadership ?? soleLeader,
+    leadership,
     node: deps.node,
     log: log.child({ component: 'housekeeping' }),
     now,
@@ -169,24 +171,7 @@ export function createApi(deps: ApiDeps) {
       },
     },
     /** What the other peers tell this one (cluster/peers.ts). */
-    fromPeers: {
-      /** An API event of another peer, for the event streams here (checked: a peer's word is input too). */
-      event(e: unknown): void {
-        const parsed = serverEvent.safeParse(e);
-        if (parsed.success) events.deliver(parsed.data);
-      },
-      identity(tokenIds: readonly string[], users: readonly string[]): void {
-        for (const tokenId of tokenIds) tokens.revoked(tokenId);
-        for (const username of users) tokens.userChanged(username);
-      },
-      streams(attached: readonly string[], detached: readonly string[]): void {
-        for (const id of attached) sessions.streamAttached(id);
-        for (const id of detached) sessions.streamDetached(id);
-      },
-      /** Another peer opened a session: this one's timers look at it too (whichever peer looks first closes it). */
-      sessionOpened: (sessionId: string, expiresAt: string): void => sessions.openedElsewhere(sessionId, Date.parse(expiresAt)),
-      sessionClosed: (sessionId: string): void => sessions.closedElsewhere(sessionId),
-    },
+    fromPeers: peerInbox(events, tokens, sessions),
     /** Where the relay reports agents coming and going: recorded (with this node and a generation), and published as events. */
     presence: createPresence(store, deps.node, events),
     /** Records shell sessions' streams (the relay reports them). */

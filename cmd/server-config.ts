@@ -7,9 +7,9 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { problemsOf, type Problem } from '../shared/zod-issues';
+import { problemsOf } from '../shared/zod-issues';
 import { LOG_LEVELS } from '../shared/log';
-import { didYouMean, ENV_PREFIX, KNOWN_SETTINGS, unknownSettings } from './settings-names';
+import { envName, unknownFileKeys, unknownSettings, type SettingsOwner } from './settings-names';
 import { DEFAULT_DATA_DIR } from './server-defaults';
 import { busSettings } from './bus-settings';
 import { ConfigError } from './config-error';
@@ -25,6 +25,9 @@ const natsUrl = (requiredError?: string) =>
       (text) => text.split(',').every((u) => /^(nats|tls):\/\/[^/\s]+$/.test(u.trim()) && URL.canParse(u.trim())),
       'must be nats://host:port (or tls://), or several of them comma-separated',
     );
+
+/** `postgres://USER[:PASSWORD]@HOST:PORT/DATABASE[?options]` (or `postgresql://`). */
+const isDatabaseUrl = (text: string) => /^postgres(ql)?:\/\/[^/\s]+\/[^/\s?]+(\?\S*)?$/.test(text) && URL.canParse(text);
 
 /** The deployment runtimes (docs/deployments.md). */
 const RUNTIMES = ['simulated', 'docker'] as const;
@@ -67,10 +70,7 @@ const fileSchema = z.strictObject({
   ...common,
   data_dir: z.string().min(1).default(DEFAULT_DATA_DIR),
   /** PostgreSQL, shared by peers (CONTRACT 10.1); unset: SQLite in the data dir. */
-  database_url: z
-    .string()
-    .refine((text) => /^postgres(ql)?:\/\/[^/\s]+\/[^/\s?]+(\?\S*)?$/.test(text) && URL.canParse(text), 'must be postgres://USER[:PASSWORD]@HOST:PORT/DATABASE')
-    .optional(),
+  database_url: z.string().refine(isDatabaseUrl, 'must be postgres://USER[:PASSWORD]@HOST:PORT/DATABASE').optional(),
   bootstrap_token: z
     .string()
     .regex(/^[A-Za-z0-9\-._~+/]{16,256}$/, 'must be 16-256 characters of [A-Za-z0-9-._~+/]')
@@ -186,29 +186,7 @@ export const SETTING_NAMES = Object.keys(fileSchema.shape) as Array<keyof Server
 /** Every setting of `tether broker`. */
 export const EDGE_SETTING_NAMES = Object.keys(edgeSchema.shape);
 
-type Owner = 'server' | 'broker';
-
-const envName = (key: string) => `${ENV_PREFIX}${key.toUpperCase()}`;
-
-function whyNotASetting(key: string, known: readonly string[], owner: Owner): string {
-  const owners = KNOWN_SETTINGS[envName(key)]?.filter((o) => o !== 'reserved');
-  if (owners === undefined) return `unknown setting${didYouMean(key, known)}`;
-  if (owners.length === 0) return `reserved for a coming feature; tether ${owner} does not read it yet`;
-  return `a setting of the ${owners.join(' and the ')}, not of tether ${owner}`;
-}
-
-/**
- * The file's keys that are not server settings, each named as in the other problems; a key
- * another component reads is said to be theirs, any other names the closest setting.
- */
-function unknownFileKeys(fromFile: Record<string, unknown>, known: readonly string[], owner: Owner): Problem[] {
-  return Object.keys(fromFile)
-    .filter((key) => !known.includes(key))
-    .map((key) => {
-      const path = key.toUpperCase().startsWith(ENV_PREFIX) ? key : `${key} (${envName(key)})`;
-      return { path, message: whyNotASetting(key, known, owner) };
-    });
-}
+type Owner = SettingsOwner;
 
 /** Reads `schema`'s settings from an optional YAML file and the environment. Throws ConfigError. */
 function loadSettings<S extends z.ZodObject>(schema: S, owner: Owner, env: NodeJS.ProcessEnv, configFile?: string): z.output<S> {

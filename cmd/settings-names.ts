@@ -90,3 +90,29 @@ export function unknownSettings(env: NodeJS.ProcessEnv): Problem[] {
     .sort()
     .map((name) => ({ path: name, message: `unknown setting${didYouMean(name, known)}` }));
 }
+
+/** Who reads a settings file: the server or a broker node. */
+export type SettingsOwner = 'server' | 'broker';
+
+/** A setting's name in the environment. */
+export const envName = (key: string): string => `${ENV_PREFIX}${key.toUpperCase()}`;
+
+function whyNotASetting(key: string, known: readonly string[], owner: SettingsOwner): string {
+  const owners = KNOWN_SETTINGS[envName(key)]?.filter((o) => o !== 'reserved');
+  if (owners === undefined) return `unknown setting${didYouMean(key, known)}`;
+  if (owners.length === 0) return `reserved for a coming feature; tether ${owner} does not read it yet`;
+  return `a setting of the ${owners.join(' and the ')}, not of tether ${owner}`;
+}
+
+/**
+ * The file's keys that are not server settings, each named as in the other problems; a key
+ * another component reads is said to be theirs, any other names the closest setting.
+ */
+export function unknownFileKeys(fromFile: Record<string, unknown>, known: readonly string[], owner: SettingsOwner): Problem[] {
+  return Object.keys(fromFile)
+    .filter((key) => !known.includes(key))
+    .map((key) => {
+      const path = key.toUpperCase().startsWith(ENV_PREFIX) ? key : `${key} (${envName(key)})`;
+      return { path, message: whyNotASetting(key, known, owner) };
+    });
+}

@@ -33,6 +33,8 @@ export interface RecorderSettings {
   maxStoredBytes: number;
   /** Recordings older than this many days are deleted; 0 keeps them forever. */
   retentionDays: number;
+  /** Whether this process does the housekeeping, the retention among it (peers, docs/peers.md); absent: always. */
+  leads?: (() => boolean) | undefined;
   /** The compressed size of every stored recording together (`TETHER_RECORDINGS_MAX_TOTAL_BYTES`); absent: no bound. */
   maxTotalBytes?: number | undefined;
   /** Free space the data dir's filesystem keeps (`TETHER_RECORDINGS_MIN_FREE_BYTES`); absent or 0: no floor. */
@@ -86,7 +88,7 @@ export function createRecorder(store: Store, settings: RecorderSettings, log: Lo
   const closing = new Set<Promise<void>>();
   const closingIds = new Set<string>();
   const fileOf = (row: Pick<RecordingRow, 'file'>) => join(settings.dir, row.file);
-  const retention = createRetention({ store, retentionDays: settings.retentionDays, fileOf, budget, log, now });
+  const retention = createRetention({ store, retentionDays: settings.retentionDays, fileOf, budget, log, now, leads: settings.leads });
   const busy = (sessionId: string) => active.has(sessionId) || starting.has(sessionId);
   const repair = rowRepair({ store, budget, fileOf, now });
   const copies = (settings.inDatabase ?? store.dialect === 'postgres') ? createDatabaseCopies({ store, dir: settings.dir, busy, repair, log }) : undefined;

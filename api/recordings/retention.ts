@@ -24,9 +24,11 @@ export interface RetentionDeps {
   budget: StoreBudget;
   log: Logger;
   now: () => number;
+  /** Whether this process does the housekeeping (peers: one at a time, docs/peers.md); absent: always. */
+  leads?: (() => boolean) | undefined;
 }
 
-export function createRetention({ store, retentionDays, fileOf, budget, log, now }: RetentionDeps) {
+export function createRetention({ store, retentionDays, fileOf, budget, log, now, leads = () => true }: RetentionDeps) {
   let timer: NodeJS.Timeout | undefined;
 
   /** Deletes the recordings older than the retention: the file, then the row (and its chunks). */
@@ -54,9 +56,10 @@ export function createRetention({ store, retentionDays, fileOf, budget, log, now
   return {
     purge,
 
-    /** Applies the retention every hour from now on. */
+    /** Applies the retention every hour from now on, while this process does the housekeeping. */
     arm(): void {
-      timer = setInterval(() => void purge().catch((err: Error) => log.error('retention failed', { err: err.message })), RETENTION_EVERY_MS);
+      const run = () => leads() && void purge().catch((err: Error) => log.error('retention failed', { err: err.message }));
+      timer = setInterval(run, RETENTION_EVERY_MS);
       timer.unref();
     },
 

@@ -41,6 +41,26 @@ const serviceTag = (row: ServiceRow) =>
 /** The canary state's tag: which revisions take what share of the traffic. */
 const canaryTag = (row: ServiceRow) => etagOf(['canary', row.name, row.environment, row.current_revision, row.canary_revision, row.canary_weight]);
 
+/** Throws `Raced`: the service changed since this change read it. */
+function raced(name: string, env: Environment): never {
+  throw new Raced(`${name} in ${env} was changed by another request since it was read`);
+}
+
+/**
+ * Runs a change (read, decide, write) until it does not lose a race (`Raced`): each attempt reads
+ * the service afresh, so checks and preconditions see what it is now; 409 after MAX_ATTEMPTS.
+ */
+async function retrying<T>(change: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await change();
+    } catch (err) {
+      if (!(err instanceof Raced)) throw err;
+      if (attempt >= MAX_ATTEMPTS) throw conflict(`${err.message}, ${MAX_ATTEMPTS} times in a row; try again`);
+    }
+  }
+}
+
 export interface ServiceRecordsDeps {
   store: Store;
   runtime: DeploymentRuntime;
@@ -113,11 +133,6 @@ export function createServiceRecords({ store, runtime, now }: ServiceRecordsDeps
     };
   }
 
-  /** Throws `Raced`: the service changed since this change read it. */
-  function raced(name: string, env: Environment): never {
-    throw new Raced(`${name} in ${env} was changed by another request since it was read`);
-  }
-
   /** Writes `next` in place of `previous` (a new service when undefined), or throws `Raced`. */
   async function replace(tx: Repos, next: ServiceRow, previous: ServiceRow | undefined): Promise<void> {
     if (!(await tx.services.put(next, previous))) raced(next.name, next.environment);
@@ -135,21 +150,6 @@ export function createServiceRecords({ store, runtime, now }: ServiceRecordsDeps
     });
     runtime.apply(target);
     return next;
-  }
-
-  /**
-   * Runs a change (read, decide, write) until it does not lose a race (`Raced`): each attempt reads
-   * the service afresh, so checks and preconditions see what it is now; 409 after MAX_ATTEMPTS.
-   */
-  async function retrying<T>(change: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await change();
-      } catch (err) {
-        if (!(err instanceof Raced)) throw err;
-        if (attempt >= MAX_ATTEMPTS) throw conflict(`${err.message}, ${MAX_ATTEMPTS} times in a row; try again`);
-      }
-    }
   }
 
   return {

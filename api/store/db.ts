@@ -121,6 +121,9 @@ export function postgresPool(url: string, max = POOL_SIZE): pg.Pool {
   });
   // An idle connection the server drops emits 'error' on the pool; the next query gets a new one.
   pool.on('error', () => {});
+  // A connection in use that the server ends (a restart, pg_terminate_backend) emits 'error' on its
+  // client as well as failing its query: the query's failure is what counts (the guarded driver).
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

@@ -195,6 +195,7 @@ describe('the console, signed in', () => {
     const page = await signedIn();
     await page.goto(`${stack.url}/#/files/console-dev`);
     await page.waitForSelector('#files-list');
+    await page.waitForSelector('#upload-input:not([disabled])'); // the page's file-transfer stream is open
     const content = randomBytes(3 * 1024 * 1024 + 17);
     const local = join(tempDir('tether-console-up-'), 'payload.bin');
     writeFileSync(local, content);

@@ -18,7 +18,8 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
   const listing = h('div', { id: 'files-list' }, h('p', { class: 'muted' }, 'Opening a file-transfer session…'));
   const progress = h('progress', { id: 'upload-progress', max: 1, value: 0, hidden: true });
   const news = h('p', { id: 'files-status', role: 'status', 'aria-live': 'polite' });
-  const picker = h('input', { type: 'file', id: 'upload-input', multiple: true, 'aria-label': 'Files to upload' });
+  // Usable once the page's file-transfer stream is open (below): a file picked before would be lost.
+  const picker = h('input', { type: 'file', id: 'upload-input', multiple: true, disabled: true, 'aria-label': 'Files to upload' });
   const drop = h('div', { class: 'drop', id: 'drop-zone', tabindex: 0 }, 'Drop files here to upload them to this directory, or ', picker);
   replace(root, h('h1', {}, 'Files on ', h('a', { href: `#/devices/${encodeURIComponent(id!)}` }, id!)), where, drop, progress, news, listing);
 
@@ -82,6 +83,7 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
   }
 
   picker.addEventListener('change', () => void transfers.upload(path, [...(picker.files ?? [])]).then(() => (picker.value = '')));
+  picker.disabled = false;
   drop.addEventListener('dragover', (e) => {
     e.preventDefault();
     drop.classList.add('over');

@@ -66,8 +66,12 @@ describe('the PostgreSQL store', () => {
       await server?.close();
     });
 
-    /** Runs `statement` on the store and ends its connection from outside while it runs. */
+    /** Runs `statement` on the store and ends its connection from outside while it runs; its outcome. */
     async function cutOff(statement: Promise<unknown>): Promise<unknown> {
+      const outcome = statement.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      );
       const marker = 'tether-cut-off-test';
       await waitFor(
         async () =>
@@ -77,7 +81,9 @@ describe('the PostgreSQL store', () => {
       await query(server.url(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1 AND query NOT LIKE '%pg_terminate_backend%'", [
         `%${marker}%`,
       ]);
-      return statement;
+      const settled = await outcome;
+      if ('error' in settled) throw settled.error;
+      return settled.value;
     }
 
     it('retries a read that lost its connection on a fresh one', async () => {

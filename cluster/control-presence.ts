@@ -12,6 +12,7 @@
  */
 import {
   CONTROL_VERBS,
+  nameOfRun,
   nodeHeartbeat,
   presenceMessage,
   seenMessage,
@@ -165,7 +166,8 @@ export function createControlPresence(deps: ControlPresenceDeps) {
   deps.metrics.gauge('tether_cluster_agents', 'Agents online across the cluster, as the control node knows them.', () => holders.size);
 
   function online(run: string, a: Omit<AgentOnline, 'proof'>): void {
-    const info = { agentVersion: a.agent_version, forwardAllow: a.forward_allow };
+    // The node's URL: a session's stream is joined there (websocket_url, docs/cluster.md).
+    const info = { agentVersion: a.agent_version, forwardAllow: a.forward_allow, url: nodes.urlOf(nameOfRun(run)) };
     writes.record(a.device_id, holders.online(a.device_id, { node: run, generation: a.generation, since: a.since, info }), a.since);
   }
 

@@ -10,7 +10,7 @@ import type { PresenceOutcome } from './holders';
 
 /** A presence change as the API records it. */
 export type PresenceWrite =
-  | { kind: 'online'; deviceId: string; agentVersion: string | null; forwardAllow: readonly string[] | null; at: string }
+  | { kind: 'online'; deviceId: string; agentVersion: string | null; forwardAllow: readonly string[] | null; at: string; url?: string | undefined }
   | { kind: 'offline'; deviceId: string; at: string };
 
 export interface PresenceApi {
@@ -23,6 +23,8 @@ export interface PresenceApi {
 export interface AgentInfo {
   agentVersion: string | null;
   forwardAllow: string[] | null;
+  /** The URL of the node that holds it (where its streams are joined); none: the control node's own. */
+  url?: string | undefined;
 }
 
 const PRESENCE_FLUSH_MS = 50;
@@ -71,7 +73,7 @@ export function createPresenceWrites(api: PresenceApi, log: Logger, metrics: Met
       if (outcome.kind === 'offline') write({ kind: 'offline', deviceId, at: iso(at) });
       else if (outcome.kind === 'online') {
         const { info, since } = outcome.current;
-        write({ kind: 'online', deviceId, agentVersion: info!.agentVersion, forwardAllow: info!.forwardAllow, at: iso(since) });
+        write({ kind: 'online', deviceId, agentVersion: info!.agentVersion, forwardAllow: info!.forwardAllow, at: iso(since), url: info!.url });
       }
     },
     /** The device is offline (found so without a connection to end). */

@@ -111,6 +111,7 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
       const t = now();
       for (const id of await store.sessions.openIds()) idle.opened(id, t);
       timer.start();
+      await timer.settled(); // the first look at what is due is over before anything opens
     },
 
     /**

@@ -36,7 +36,15 @@ const toDevice = (row: DeviceRow): Device => ({
 
 /** A change of an agent's presence, as a batch of them records it. */
 export type PresenceChange =
-  | { kind: 'online'; deviceId: string; agentVersion: string | null; forwardAllow: readonly string[] | null; at: string }
+  | {
+      kind: 'online';
+      deviceId: string;
+      agentVersion: string | null;
+      forwardAllow: readonly string[] | null;
+      at: string;
+      /** The URL of the node that holds the agent (a cluster's edge), where its streams are joined; none: this server's. */
+      url?: string | undefined;
+    }
   | { kind: 'offline'; deviceId: string; at: string };
 
 export type { AgentConnect } from './device-presence';
@@ -57,13 +65,14 @@ const PRESENCE_BATCH = 500;
 async function applyBatch(db: Executor, changes: readonly PresenceChange[]): Promise<void> {
   const rows = changes.map((c) =>
     c.kind === 'online'
-      ? sql`(${c.deviceId}, 'online', ${c.agentVersion}, ${c.forwardAllow === null ? null : JSON.stringify(c.forwardAllow)}, ${c.at}, 1)`
-      : sql`(${c.deviceId}, 'offline', NULL, NULL, ${c.at}, 0)`,
+      ? sql`(${c.deviceId}, 'online', ${c.agentVersion}, ${c.forwardAllow === null ? null : JSON.stringify(c.forwardAllow)}, ${c.at}, 1, ${c.url ?? null})`
+      : sql`(${c.deviceId}, 'offline', NULL, NULL, ${c.at}, 0, NULL)`,
   );
-  await sql`WITH v (device_id, agent_status, agent_version, forward_allow, at, is_online) AS (VALUES ${sql.join(rows)})
+  await sql`WITH v (device_id, agent_status, agent_version, forward_allow, at, is_online, url) AS (VALUES ${sql.join(rows)})
     UPDATE devices SET agent_status = v.agent_status,
       agent_version = CASE WHEN v.is_online = 1 THEN v.agent_version ELSE devices.agent_version END,
       forward_allow = CASE WHEN v.is_online = 1 THEN v.forward_allow ELSE devices.forward_allow END,
+      presence_url = v.url,
       last_seen_at = v.at
     FROM v WHERE devices.device_id = v.device_id`.execute(db);
 }

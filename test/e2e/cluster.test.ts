@@ -233,6 +233,19 @@ describe('a cluster of one control node and two edges, left as each test found i
     }
   });
 
+  it("names the edge that holds the device's agent in websocket_url, and the stream works there as given", async () => {
+    await waitFor(async () => ((await status('edge-dev')) === 'online' ? true : undefined), 'edge-dev online', 10_000);
+    const holder = (await metric(edgeA.url, 'tether_agents_online')) === 1 ? edgeA : edgeB;
+    expect(await metric(holder.url, 'tether_agents_online')).toBe(1);
+    const diag = await openSession('diagnostics');
+    expect(new URL(diag.websocket_url).port).toBe(String(holder.port));
+    const stream = connectStream(diag.websocket_url);
+    await stream.opened;
+    expect((await stream.request('system.info')).ok).toBe(true);
+    stream.ws.close();
+    await cluster.admin.del(`/v1/remote-access/sessions/${diag.session_id}`);
+  });
+
   it('an agent on edge A serves a shell and a 100 MiB download to a client on edge B, spliced on B, byte for byte', async () => {
     const shell = await openSession('shell');
     const stream = connectStream(onNode(shell.websocket_url, edgeB.url));

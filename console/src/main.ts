@@ -95,11 +95,19 @@ async function route(): Promise<void> {
     return;
   }
   const [match, page] = found;
+  // Each page renders into a container of its own: a page still waiting for the server when the
+  // user moves on renders, once it is answered, into a container no longer on the screen, and
+  // its cleanup runs at once instead of replacing the current page's.
+  const view = h('div', { class: 'page' });
+  append(app, view);
+  let done: Cleanup | undefined;
   try {
-    cleanup = (await page(app, match!.slice(1).map(decodeURIComponent), new URLSearchParams(search))) ?? undefined;
+    done = (await page(view, match!.slice(1).map(decodeURIComponent), new URLSearchParams(search))) ?? undefined;
   } catch (err) {
-    append(app, h('p', { class: 'error', role: 'alert' }, (err as Error).message));
+    append(view, h('p', { class: 'error', role: 'alert' }, (err as Error).message));
   }
+  if (!app.contains(view)) return void done?.();
+  cleanup = done;
   // Focus moves to the new page, unless the page put it somewhere itself (the terminal).
   if (!app.contains(document.activeElement)) app.focus({ preventScroll: true });
 }

@@ -7,12 +7,12 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { request, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import * as tar from 'tar-stream';
 import { connect, credsAuthenticator } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { client } from '../helpers/http';
+import { listenEvents } from '../helpers/events';
 import { metric, onNode, startCluster, type Cluster, type Node } from '../helpers/cluster';
 import { startProcess, type Proc } from '../helpers/processes';
 import { tempDir } from '../helpers/stack';
@@ -98,27 +98,10 @@ function layoutForEachTest(): () => Layout {
 /** The presence events (`GET /v1/events` on the control node) of one device, with when each arrived. */
 async function presenceEvents(layout: Layout, deviceId: string) {
   const seen: Array<{ event: string; at: number }> = [];
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    const req = request(`${layout.cluster.control.url}/v1/events`, { headers: { authorization: `Bearer ${layout.cluster.adminToken}` } });
-    req.on('error', reject);
-    req.on('response', resolve);
-    req.end();
+  const listener = await listenEvents(layout.cluster.control.url, { authorization: `Bearer ${layout.cluster.adminToken}` }, '', (e) => {
+    if (e.event.startsWith('agent.') && e.data.device_id === deviceId) seen.push({ event: e.event, at: performance.now() });
   });
-  expect(res.statusCode).toBe(200);
-  let buffer = '';
-  res.setEncoding('utf8');
-  res.on('data', (chunk: string) => {
-    buffer += chunk;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (event?.startsWith('agent.') && data && (JSON.parse(data) as { device_id: string }).device_id === deviceId)
-        seen.push({ event, at: performance.now() });
-    }
-  });
+  expect(listener.status).toBe(200);
   return {
     seen,
     /** The longest time the device spent offline, from the events (one still offline counts up to now). */
@@ -134,7 +117,7 @@ async function presenceEvents(layout: Layout, deviceId: string) {
       }
       return since === undefined ? longest : Math.max(longest, performance.now() - since);
     },
-    close: () => res.destroy(),
+    close: () => listener.close(),
   };
 }
 

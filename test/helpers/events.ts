@@ -11,8 +11,13 @@ export interface EventsListener {
   close(): void;
 }
 
-/** Listens to the events stream of the server at `baseUrl` with `headers` (or at `query`). */
-export function listenEvents(baseUrl: string, headers: Record<string, string>, query = ''): Promise<EventsListener> {
+/** Listens to the events stream of the server at `baseUrl` with `headers` (or at `query`); `onEvent` hears each as it arrives. */
+export function listenEvents(
+  baseUrl: string,
+  headers: Record<string, string>,
+  query = '',
+  onEvent: (e: EventsListener['events'][number]) => void = () => {},
+): Promise<EventsListener> {
   return new Promise((resolve, reject) => {
     const req = request(`${baseUrl}/v1/events${query}`, { headers });
     req.on('error', reject);
@@ -30,7 +35,10 @@ export function listenEvents(baseUrl: string, headers: Record<string, string>, q
           buffer = buffer.slice(end + 2);
           const event = /^event: (.*)$/m.exec(block)?.[1];
           const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event && data) events.push({ event, data: JSON.parse(data) });
+          if (!event || !data) continue;
+          const e = { event, data: JSON.parse(data) as Record<string, unknown> };
+          events.push(e);
+          onEvent(e);
         }
       });
       const ended = new Promise<void>((done) => res.on('close', () => done()));

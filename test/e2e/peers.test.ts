@@ -4,7 +4,7 @@
  * a rate limit counts every peer's requests; `websocket_url` names the peer that holds the agent
  * and the stream works there; a client on any peer hears every peer's events; a session opened on
  * a peer that is then SIGKILLed still expires on time, closed by another with its audit event; an
- * Idempotency-Key replays on any peer; without NATS every peer says it is not ready; the
+ * Idempotency-Key replays on any peer and an If-Match holds across them; without NATS every peer says it is not ready; the
  * housekeeping peer's SIGKILL is taken over and the agents it held go offline; PostgreSQL stopped
  * under load answers 503, then everything acknowledged is there once it is back.
  */
@@ -63,6 +63,17 @@ describe('three peers on PostgreSQL', () => {
       expect(r.body).toEqual(first.body); // the same agent token, shown once more to the same caller
     }
     expect((await peers.admin(1).get('/v1/devices?per_page=100')).body.data.filter((d: { device_id: string }) => d.device_id === 'idem-dev')).toHaveLength(1);
+  });
+
+  it('holds If-Match across peers: a tag read on one peer guards a write on another, and a stale one is 412 on a third', async () => {
+    expect((await peers.admin(0).post('/v1/devices', { device_id: 'tagged-dev' })).status).toBe(201);
+    const tag = (await peers.admin(0).get('/v1/devices/tagged-dev')).headers.get('etag')!;
+    expect((await peers.admin(2).get('/v1/devices/tagged-dev')).headers.get('etag')).toBe(tag); // the same resource, the same tag
+    const rotated = await peers.admin(1).post('/v1/devices/tagged-dev/agent-token', {}, { 'if-match': tag });
+    expect(rotated.status).toBe(200);
+    const stale = await peers.admin(2).post('/v1/devices/tagged-dev/agent-token', {}, { 'if-match': tag });
+    expect(stale.status).toBe(412);
+    expect(stale.headers.get('etag')).toBe((await peers.admin(0).get('/v1/devices/tagged-dev')).headers.get('etag'));
   });
 
   it("counts a user's rate limit over every peer", async () => {

@@ -3,7 +3,8 @@
  * transfers (beside bare WebSocket processes and OpenSSH, direct and through a jump host), server
  * CPU per GiB, keystroke echo, time to shell, port forwarding (beside `ssh -L` and `ssh -J -L`), what recording costs, how fast the web console paints, agent capacity, memory at idle and under transfer, API
  * throughput and the command's start-up (and, with `--only=deploy` only, the docker deployment runtime:
- * apply to ready, the ingress beside a container reached directly, a rolling update under load), prints one table with each figure beside its target, and writes
+ * apply to ready, the ingress beside a container reached directly, a rolling update under load; with `--only=peers` only,
+ * peers on PostgreSQL beside one process on SQLite), prints one table with each figure beside its target, and writes
  * bench/results.json. `--quick` runs a tiny version (a few MiB, a few samples) for the tests.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -126,6 +127,12 @@ async function main(): Promise<void> {
   if (only?.includes('deploy')) {
     const { deployBench } = await import('./deploy');
     results.push(...(await deployBench(quick ? { replicas: [1, 10], loadSeconds: 2, clients: 4 } : { replicas: [1, 10, 50], loadSeconds: 5, clients: 4 })));
+  }
+  // Only when asked for by name (`--only=peers`): PostgreSQL, NATS and four servers of its own.
+  if (only?.includes('peers')) {
+    const { peersBench } = await import('./peers');
+    const full = { seconds: 3, rounds: 3, clients: 32, devices: 20, users: 800, agents: 1500, pinned: 200 };
+    results.push(...(await peersBench(quick ? { seconds: 1, rounds: 1, clients: 8, devices: 6, users: 200, agents: 60, pinned: 10 } : full)));
   }
   printTable(results);
   const misses = results.filter((r) => r.met === false).length;

@@ -4,20 +4,12 @@
  * metric, the devices online in the API, devices registered 32 at once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import type { Device, DeviceCreated } from '../shared/api/devices';
 import { call, TETHER, type Data, type Page, type ServerProcess } from './lib';
 import { systemProgram } from './system-program';
+import { freePort } from './free-port';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 export async function startNats(): Promise<{ url: string; child: ChildProcess }> {
   const bin = systemProgram(['/usr/sbin/nats-server', '/usr/bin/nats-server'], 'nats-server', 'the cluster benchmark');

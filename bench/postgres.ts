@@ -6,12 +6,12 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { systemProgram } from './system-program';
 import { waitFor } from './wait';
+import { freePort } from './free-port';
 
 export interface Postgres {
   port: number;
@@ -36,14 +36,6 @@ export function postgresBin(): string {
   const candidates = [...installed, ...VERSIONS].map((v) => join(root, v, 'bin', 'postgres'));
   const server = systemProgram(candidates, 'postgresql', 'the tests and benchmarks of peers on PostgreSQL');
   return join(server, '..');
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** The uid and gid of the `postgres` user, when we are root; undefined otherwise. */

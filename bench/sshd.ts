@@ -6,22 +6,12 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync, chmodSync, mkdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
 import { tempDir } from './lib';
+import { freePort } from './free-port';
 
 const SSHD_PATHS = ['/usr/sbin/sshd', '/usr/local/sbin/sshd'];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Host names in `Sshd.options`' config: the sshd itself, and the same sshd reached through it. */
 export const DIRECT = 'bastion';

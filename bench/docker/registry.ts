@@ -1,21 +1,12 @@
 /** @module A Docker registry on a loopback port (bench/docker.ts), its storage in a temp dir. */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '../wait';
 
 import { type Registry, stoppers, dockerPrograms, isAlive, stopPid, spawnTracked } from './processes';
-
-/** A port free right now on 127.0.0.1 (the registry must be told its port). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { freePort } from '../free-port';
 
 function getStatus(url: string): Promise<number | undefined> {
   return new Promise((resolve) => {

@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, createServer, request, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll } from 'vitest';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
@@ -45,15 +45,7 @@ export function haproxiesOf(config: string): number[] {
 }
 
 /** A port free on 127.0.0.1 a moment ago. */
-export function freePort(): Promise<number> {
-  const server = createNetServer();
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    }),
-  );
-}
+export { freePort } from '../../bench/free-port';
 
 export interface Backend {
   name: string;

@@ -6,13 +6,15 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { runTether } from './processes';
 import { systemProgram } from './system-program';
 import { waitFor } from './wait';
+import { freePort } from '../../bench/free-port';
+
+export { freePort };
 
 const dirs: string[] = [];
 const natsProcesses = new Set<ChildProcess>();
@@ -22,13 +24,6 @@ afterAll(() => {
 });
 
 /** A port free right now on 127.0.0.1 (for a process that must know its URL before it listens). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 export interface NatsServer {
   url: string;

@@ -4,7 +4,7 @@
  * runs the server and the client; a device's agent starts shells holding its own), so a
  * component ignores the others' variables and stops only on names nobody knows: misspellings.
  */
-import { closestName } from './closest-name';
+import { closestName } from '../shared/closest-name';
 import type { Problem } from '../shared/zod-issues';
 
 export type SettingOwner =
@@ -64,6 +64,7 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
   TETHER_RECORDING_MAX_BYTES: ['server'],
   TETHER_RECORDING_RETENTION_DAYS: ['server'],
   TETHER_SESSION_IDLE_SECONDS: ['server'],
+  TETHER_SESSION_WARNINGS: ['server', 'broker'],
   TETHER_RECORDINGS_MAX_TOTAL_BYTES: ['server'],
   TETHER_RECORDINGS_MIN_FREE_BYTES: ['server'],
 });

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ErrorDetail } from '../errors';
+import { closestName } from '../../shared/closest-name';
 import { formatPath } from '../../shared/zod-issues';
 import { readYaml } from './spec-yaml';
 
@@ -92,9 +93,28 @@ export function revisionOf(image: string): string {
 }
 
 function message(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'invalid_type' && issue.message.endsWith('received undefined')) return 'is required';
   if (issue.code === 'invalid_key') return issue.issues[0]?.message ?? issue.message;
   return issue.message;
+}
+
+/** The keys the spec allows in the mapping at `path` (none where it is not a mapping of known keys). */
+function keysAt(path: readonly PropertyKey[]): string[] {
+  let schema: z.core.$ZodType | undefined = serviceSpecSchema;
+  for (const segment of path) {
+    while (schema instanceof z.ZodOptional || schema instanceof z.ZodDefault) schema = schema.unwrap() as z.core.$ZodType;
+    if (schema instanceof z.ZodObject) schema = (schema.shape as Record<string, z.core.$ZodType>)[String(segment)];
+    else if (schema instanceof z.ZodArray) schema = schema.element as z.core.$ZodType;
+    else return [];
+  }
+  while (schema instanceof z.ZodOptional || schema instanceof z.ZodDefault) schema = schema.unwrap() as z.core.$ZodType;
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+}
+
+/** `unknown key`, with the allowed key it most likely misspells (`replica` → `replicas`). */
+function unknownKey(path: readonly PropertyKey[]): string {
+  const key = String(path.at(-1));
+  const near = closestName(key, keysAt(path.slice(0, -1)));
+  return near ? `unknown key; did you mean ${near}?` : 'unknown key';
 }
 
 /** Parses and validates a service spec; the details name every problem with its path and line. */
@@ -114,7 +134,7 @@ export function parseSpec(text: string): SpecResult {
         const line = yaml.lineOf(p);
         details.push({
           path: formatPath(p) || '(root)',
-          message: issue.code === 'unrecognized_keys' ? 'unknown key' : message(issue),
+          message: issue.code === 'unrecognized_keys' ? unknownKey(p) : message(issue),
           ...(line ? { line } : {}),
         });
       }

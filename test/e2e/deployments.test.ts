@@ -80,11 +80,7 @@ describe('apply', () => {
     ['no service.image', ssd().replace(/ {2}image: \S+\n/, ''), [missing('service.image')]],
     ['no deployment', ssd().replace(/^deployment:\n {2}replicas: 2\n/m, ''), [missing('deployment')]],
     ['no replicas', ssd().replace('  replicas: 2\n', '  strategy: rolling\n'), [missing('deployment.replicas')]],
-    [
-      'replicas as a string',
-      ssd().replace('replicas: 2', 'replicas: "two"'),
-      [{ path: 'deployment.replicas', message: expect.stringContaining('expected number') }],
-    ],
+    ['replicas as a string', ssd().replace('replicas: 2', 'replicas: "two"'), [{ path: 'deployment.replicas', message: 'must be a number' }]],
     ['fractional replicas', ssd().replace('replicas: 2', 'replicas: 1.5'), [{ path: 'deployment.replicas', message: 'must be a whole number' }]],
     ['too many replicas', ssd().replace('replicas: 2', 'replicas: 1001'), [{ path: 'deployment.replicas', message: expect.any(String) }]],
     ['an upper-case name', ssd().replace('name: web', 'name: Web_App'), [{ path: 'service.name', message: expect.stringContaining('DNS label') }]],
@@ -107,14 +103,10 @@ describe('apply', () => {
     [
       'an unknown protocol',
       ssd().replace('[diagnostics, shell]', '[diagnostics, telnet]'),
-      [{ path: 'remote-access.protocols[1]', message: expect.stringContaining('expected one of') }],
+      [{ path: 'remote-access.protocols[1]', message: expect.stringMatching(/^must be one of .*shell/) }],
     ],
     ['no protocols', ssd().replace('[diagnostics, shell]', '[]'), [{ path: 'remote-access.protocols', message: 'must name at least one protocol' }]],
-    [
-      'enabled as a string',
-      ssd().replace('enabled: true', 'enabled: "yes"'),
-      [{ path: 'remote-access.enabled', message: expect.stringContaining('expected boolean') }],
-    ],
+    ['enabled as a string', ssd().replace('enabled: true', 'enabled: "yes"'), [{ path: 'remote-access.enabled', message: 'must be true or false' }]],
     [
       'a lowercase vault env name',
       ssd().replace('env: WEB_TOKEN', 'env: web_token'),
@@ -135,6 +127,14 @@ describe('apply', () => {
       'an unknown nested key',
       ssd().replace('  replicas: 2\n', '  replicas: 2\n  autoscale: true\n'),
       [{ path: 'deployment.autoscale', message: 'unknown key' }],
+    ],
+    [
+      'a misspelled key',
+      ssd().replace('  replicas: 2\n', '  replica: 2\n'),
+      [
+        { path: 'deployment.replicas', message: 'is required' },
+        { path: 'deployment.replica', message: 'unknown key; did you mean replicas?' },
+      ],
     ],
     ['a canary weight of 100', ssd({ strategy: 'canary', weight: 100 }), [{ path: 'deployment.canary.weight', message: expect.any(String) }]],
   ])('422 invalid_spec for %s, with its path', async (_name, yaml, details) => {

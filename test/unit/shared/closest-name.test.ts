@@ -1,6 +1,6 @@
 /** "Did you mean …?": edit distances with swaps, and only near names suggested. */
 import { describe, expect, it } from 'vitest';
-import { closestName, editDistance } from '../../../cmd/closest-name';
+import { closestName, editDistance } from '../../../shared/closest-name';
 
 describe('editDistance', () => {
   it('counts insertions, deletions, substitutions, and a swap of neighbours as one edit', () => {

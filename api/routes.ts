@@ -9,6 +9,7 @@ import type Koa from 'koa';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Ticketer } from '../shared/auth/tickets';
+import { AUDIT_EVENTS_PER_MINUTE, auditRoutes } from './audit/routes';
 import { consoleRoutes } from './console/routes';
 import type { Services } from './services/services';
 import { serviceRoutes } from './services/routes';
@@ -22,6 +23,7 @@ import { healthRoutes } from './http/health';
 import { createIdempotency } from './http/idempotency';
 import { createRateLimiter, RATE_LIMIT_WINDOW_MS } from './http/rate-limit';
 import type { Accounts } from './identity/accounts';
+import { createAuditedIdentity } from './identity/audited';
 import type { Identity } from './identity/identity';
 import { identityRoutes, LOGIN_FAILURES_PER_MINUTE, publicIdentityRoutes } from './identity/routes';
 import type { TokenResolver } from './identity/token-cache';
@@ -56,14 +58,16 @@ export interface RouteDeps {
 
 /** Mounts every route on `app`; answers what the rest of the API needs of them. */
 export function mountRoutes(app: Koa, deps: RouteDeps) {
-  const { store, now, identity, sessions } = deps;
+  const { store, now, sessions } = deps;
   // Per-user limits: counted in the database on PostgreSQL, so that they hold across peers.
   const limiter = (group: string, perMinute: number) => createRateLimiter(store, group, perMinute, RATE_LIMIT_WINDOW_MS, now);
   const loginFailures = limiter('login-failures', LOGIN_FAILURES_PER_MINUTE);
+  // Identity changes with their audit events (api/identity/audited.ts).
+  const audited = createAuditedIdentity(store, now);
   const eventsHttp = eventRoutes({ hub: deps.events, tokens: deps.tokens, now, log: deps.log.child({ component: 'events' }) });
   const publicRoutes: Router[] = [
     healthRoutes(store, deps.metrics, deps.busUp),
-    publicIdentityRoutes(identity, loginFailures),
+    publicIdentityRoutes(audited, loginFailures),
     eventsHttp.open,
     consoleRoutes(deps.consoleDir, deps.wsBase),
     openApiRoutes(buildApiDocument),
@@ -73,8 +77,9 @@ export function mountRoutes(app: Koa, deps: RouteDeps) {
   app.use(authenticate(deps.tokens, now));
   const idempotent = createIdempotency(store, now);
   const routes: Router[] = [
-    identityRoutes(identity, deps.accounts, loginFailures, idempotent),
-    deviceRoutes({ store, identity, sessions, relay: deps.relay, listLimiter: limiter('device-list', DEVICE_LIST_PER_MINUTE), idempotent }),
+    identityRoutes(audited, deps.accounts, { store, failures: loginFailures, idempotent, now }),
+    auditRoutes(store, limiter('audit-events', AUDIT_EVENTS_PER_MINUTE)),
+    deviceRoutes({ store, identity: audited, sessions, relay: deps.relay, listLimiter: limiter('device-list', DEVICE_LIST_PER_MINUTE), idempotent }),
     sessionRoutes({
       store,
       sessions,

@@ -8,7 +8,8 @@
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ADMIN_TOKEN_FILE } from '../api/identity/bootstrap';
-import { createIdentity } from '../api/identity/identity';
+import { systemSource } from '../api/audit/recorder';
+import { createAuditedIdentity } from '../api/identity/audited';
 import { LATEST_SCHEMA, schemaVersionOf } from '../api/store/backup';
 import { postgresSchemaVersion } from '../api/store/copy';
 import { openStore, type Store } from '../api/store/index';
@@ -81,7 +82,7 @@ export async function issueAdminToken(
     if (!user || user.role !== 'administrator' || user.disabled) {
       throw new CliError(`${username} is not an enabled administrator${await administrators(store)} (--username picks one)`, 'not_found');
     }
-    const issued = await createIdentity(store, Date.now).issueToken(username, { scopes: ['*'], tenants: ['*'] });
+    const issued = await createAuditedIdentity(store, Date.now).issueToken(username, { scopes: ['*'], tenants: ['*'] }, undefined, systemSource());
     writeFileSync(file, `${issued.token}\n`, { mode: 0o600 });
     chmodSync(file, 0o600); // in case a file with a wider mode was there
     const lasts = issued.expires_at === null ? 'no expiry' : `expires ${issued.expires_at}`;

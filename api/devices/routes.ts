@@ -21,7 +21,8 @@ import { accessFirst } from '../http/idempotency';
 import { rateLimit, type RateLimiter } from '../http/rate-limit';
 import { offsetOf, parseBody, parseQuery } from '../http/validate';
 import { notFound } from '../errors';
-import type { Identity } from '../identity/identity';
+import { auditSourceOf } from '../audit/recorder';
+import type { AuditedIdentity } from '../identity/audited';
 import type { Sessions } from '../sessions/sessions';
 import type { Store } from '../store/index';
 import type { Relay } from '../relay';
@@ -33,7 +34,8 @@ export const DEVICE_LIST_PER_MINUTE = 120;
 
 export interface DeviceRoutesDeps {
   store: Store;
-  identity: Identity;
+  /** Registers and re-keys devices, with their audit events. */
+  identity: AuditedIdentity;
   sessions: Sessions;
   relay: Relay;
   listLimiter: RateLimiter;
@@ -57,7 +59,7 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
 
   router.post('/v1/devices', accessFirst('devices:write', 'administrator', 'registering devices'), idempotent, async function addDevice(ctx) {
     const body = await parseBody(ctx, newDeviceBody);
-    const created = await identity.createDevice(body.device_id, body.labels ?? {});
+    const created = await identity.createDevice(body.device_id, body.labels ?? {}, auditSourceOf(ctx));
     setEtag(ctx, await deviceTag(await deviceOr404(created.device_id)));
     ok<DeviceCreated>(ctx, created, 201);
   });
@@ -88,7 +90,7 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
     ifMatchOf(ctx)(await deviceTag(device));
     const { device_id } = device;
     const closed = await sessions.closeAllOfDevice(device_id, 'device_deleted');
-    await store.devices.delete(device_id);
+    await identity.deleteDevice(device_id, closed.length, auditSourceOf(ctx));
     relay.deviceDeleted(device_id);
     ok<DeviceDeleted>(ctx, { device_id, deleted: true, sessions_closed: closed.length });
   });
@@ -98,7 +100,7 @@ export function deviceRoutes({ store, identity, sessions, relay, listLimiter, id
     await parseBody(ctx, emptyBody);
     const device = await deviceOr404(ctx.params.id!);
     ifMatchOf(ctx)(await deviceTag(device));
-    const rotated = (await identity.rotateAgentToken(device.device_id))!;
+    const rotated = (await identity.rotateAgentToken(device.device_id, auditSourceOf(ctx)))!;
     relay.agentTokenRotated(device.device_id);
     setEtag(ctx, await deviceTag(device));
     ok<AgentTokenIssued>(ctx, rotated);

@@ -2,13 +2,15 @@
  * @module First start of an empty database: the `admin` service account (role administrator)
  * and one token for it with every scope and tenant, written to `<data dir>/admin.token` (0600).
  * The file is written before the account is committed, and the account and its token are
- * committed together, so a crash at any point leaves either nothing or a usable token. Of peers
- * starting together on one empty database, the first to commit makes the account; the others
- * make nothing, and take back a token file of their own that would not work.
+ * committed together (with their audit events, actor `system`), so a crash at any point leaves
+ * either nothing or a usable token. Of peers starting together on one empty database, the first
+ * to commit makes the account; the others make nothing, and take back a token file of their own
+ * that would not work.
  */
 import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { newSecret, sha256Hex } from '../../shared/ids';
+import { audited, eventsOf, recordAudit, systemSource } from '../audit/recorder';
 import { isUniqueViolation, type Store } from '../store/index';
 import { createIdentity, USER_TOKEN_PREFIX } from './identity';
 
@@ -32,10 +34,21 @@ export async function bootstrapAdmin(store: Store, dataDir: string, bootstrapTok
   writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
   chmodSync(tokenFile, 0o600); // in case a stale file with a wider mode was there
   try {
-    await store.transaction(async (tx) => {
+    await audited(store, async (tx) => {
       const createdAt = new Date(now()).toISOString();
       await tx.users.insert({ username: ADMIN_USERNAME, role: 'administrator', kind: 'service', created_at: createdAt }, null);
-      await createIdentity(tx, now).issueToken(ADMIN_USERNAME, { scopes: ['*'], tenants: ['*'], token });
+      const issued = await createIdentity(tx, now).issueToken(ADMIN_USERNAME, { scopes: ['*'], tenants: ['*'], token });
+      await recordAudit(
+        tx.db,
+        eventsOf(systemSource(), createdAt, [
+          { event: 'user.created', target: { kind: 'user', id: ADMIN_USERNAME }, details: { role: 'administrator', kind: 'service', password: false } },
+          {
+            event: 'token.created',
+            target: { kind: 'token', id: issued.token_id },
+            details: { username: ADMIN_USERNAME, scopes: ['*'], tenants: ['*'], expires_at: null },
+          },
+        ]),
+      );
     });
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;

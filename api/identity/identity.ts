@@ -5,11 +5,12 @@
  */
 import { newSecret, randomBase32, sha256Hex } from '../../shared/ids';
 import { requireWithinIssuer } from '../access';
-import { badRequest, conflict, notFound, unauthorized } from '../errors';
+import { ANONYMOUS_ACTOR } from '../../shared/api/audit';
+import { badRequest, conflict, notFound, unauthorized, type ApiError } from '../errors';
 import type { Role } from '../roles';
 import { isUniqueViolation, type Repos } from '../store/index';
 import type { Principal } from '../store/tokens';
-import type { User, UserKind } from '../store/users';
+import type { User, UserKind, UserRow } from '../store/users';
 import { hashPassword, verifyPassword } from './passwords';
 
 /** A user token lives 8 hours ; it is also the most a human's token may live. */
@@ -18,6 +19,10 @@ export const USER_TOKEN_TTL_S = 8 * 3600;
 export { SERVICE_TOKEN_MAX_TTL_S } from '../../shared/api/identity';
 /** Actor of the audit events the platform itself causes (expiry, shutdown, device deletion). */
 export const SYSTEM_ACTOR = 'system';
+/** What a login of a disabled account is told, once its password checked out. */
+export const disabledAccount = (username: string) => `account ${username} is disabled; an administrator can enable it again`;
+/** Names no user may take: they are actors of the audit. */
+const RESERVED_NAMES: readonly string[] = [SYSTEM_ACTOR, ANONYMOUS_ACTOR];
 
 export const USER_TOKEN_PREFIX = 'tth_';
 export const AGENT_TOKEN_PREFIX = 'tdev_';
@@ -63,42 +68,70 @@ export function createIdentity(store: IdentityRepos, now: () => number) {
     return { token, token_id: record.token_id, expires_at: record.expires_at };
   }
 
+  /** The user `input` asks for and its password's hash, checked, before anything is written. */
+  async function prepareUser(input: NewUser): Promise<{ user: User; hash: string | null }> {
+    if (RESERVED_NAMES.includes(input.username)) throw badRequest(`the username "${input.username}" is reserved`);
+    const user: User = {
+      username: input.username,
+      role: input.role ?? null,
+      kind: input.kind ?? 'human',
+      disabled: false,
+      created_at: iso(now()),
+    };
+    return { user, hash: input.password === undefined ? null : await hashPassword(input.password) };
+  }
+
+  /** Why a user could not be inserted: 409, saying whether the name belonged to a deleted user. */
+  async function userExists(username: string): Promise<ApiError> {
+    if (await store.users.wasDeleted(username)) {
+      return conflict(`user ${username} was deleted; its name stays taken so that no new account sees its sessions and audit`);
+    }
+    return conflict(`user ${username} already exists`);
+  }
+
+  /**
+   * The user whose password this is, or 401. Only a caller who knows the password learns that
+   * the account is disabled.
+   */
+  async function authenticate(username: string, password: string): Promise<UserRow> {
+    const user = await store.users.get(username);
+    const ok = await verifyPassword(password, user?.password_hash);
+    if (!user || !ok) throw unauthorized('unknown user or wrong password');
+    if (user.disabled) throw unauthorized(disabledAccount(username));
+    return user;
+  }
+
+  /** A password login's token: 8 hours, every scope (the user's role bounds it), no tenants (fleet tokens are issued by an administrator). */
+  const loginToken = (username: string): Promise<IssuedToken> => issue(username, now() + USER_TOKEN_TTL_S * 1000, { scopes: ['*'] });
+
   return {
+    prepareUser,
+    userExists,
+
+    /** Inserts a prepared user; a taken name throws the store's unique violation. */
+    insertUser: (user: User, hash: string | null): Promise<void> => store.users.insert(user, hash),
+
+    /** Creates a user (without an audit event: api/identity/audited.ts records one). */
     async createUser(input: NewUser): Promise<User> {
-      if (input.username === SYSTEM_ACTOR) throw badRequest(`the username "${SYSTEM_ACTOR}" is reserved`);
-      const user: User = {
-        username: input.username,
-        role: input.role ?? null,
-        kind: input.kind ?? 'human',
-        disabled: false,
-        created_at: iso(now()),
-      };
-      const hash = input.password === undefined ? null : await hashPassword(input.password);
+      const { user, hash } = await prepareUser(input);
       try {
         await store.users.insert(user, hash);
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
-        if (await store.users.wasDeleted(user.username)) {
-          throw conflict(`user ${user.username} was deleted; its name stays taken so that no new account sees its sessions and audit`);
-        }
-        throw conflict(`user ${user.username} already exists`);
+        throw await userExists(user.username);
       }
       return user;
     },
 
     listUsers: (): Promise<User[]> => store.users.list(),
 
-    /**
-     * Exchanges a password for a user token: 8 hours, every scope (the user's role bounds it),
-     * no tenants (fleet tokens are issued by an administrator). Only a caller who knows the
-     * password learns that the account is disabled.
-     */
+    authenticate,
+    loginToken,
+
+    /** Exchanges a password for a user token (`authenticate`, then `loginToken`). */
     async login(username: string, password: string): Promise<IssuedToken> {
-      const user = await store.users.get(username);
-      const ok = await verifyPassword(password, user?.password_hash);
-      if (!user || !ok) throw unauthorized('unknown user or wrong password');
-      if (user.disabled) throw unauthorized(`account ${username} is disabled; an administrator can enable it again`);
-      return issue(username, now() + USER_TOKEN_TTL_S * 1000, { scopes: ['*'] });
+      await authenticate(username, password);
+      return loginToken(username);
     },
 
     /**

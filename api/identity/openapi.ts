@@ -15,6 +15,7 @@ import {
   userChangeBody,
   userDeleted,
 } from '../../shared/api/identity';
+import { auditOperations } from '../audit/openapi';
 import { listBody, okBody } from '../openapi/envelopes';
 import type { OperationSpec } from '../openapi/operation';
 
@@ -82,7 +83,9 @@ export const identityOperations: OperationSpec[] = [
     operationId: 'updateUser',
     tag: 'identity',
     summary: 'Change a user’s role or disabled flag',
-    description: 'Administrator, scope `identity:write`. Give `role`, `disabled` or both. Disabling cuts the user’s tokens off at once.',
+    description:
+      'Administrator, scope `identity:write`. Give `role`, `disabled` or both. Disabling revokes every token of the user at once (its sessions close, ' +
+      'its streams close with 4401); enabling brings none back: the user logs in again.',
     auth: 'bearer',
     params: username,
     body: { schema: userChangeBody },
@@ -114,7 +117,7 @@ export const identityOperations: OperationSpec[] = [
     summary: 'Set a user’s password',
     description:
       'Your own with `current_password` (no scope needed); anyone’s as an administrator with `identity:write`. ' +
-      '`revoke_tokens: true` revokes the user’s other tokens.',
+      'Every token of the user is revoked (its sessions close), but for your own password the token making the request.',
     auth: 'bearer',
     params: username,
     body: { schema: passwordBody },
@@ -168,4 +171,6 @@ export const identityOperations: OperationSpec[] = [
     responses: { 200: { description: 'revoked', json: okBody('TokenRevokedResponse', tokenRevoked) } },
     errors: { 403: 'another user’s token without the scope', 404: 'no such token, or another user’s for a non-administrator' },
   },
+  // The audit log records what these operations change; its one operation is described beside its routes.
+  ...auditOperations,
 ];

@@ -26,8 +26,11 @@ import { principalOf } from '../http/auth';
 import { accessFirst } from '../http/idempotency';
 import type { RateLimiter } from '../http/rate-limit';
 import { offsetOf, parseBody, parseQuery } from '../http/validate';
+import { auditSourceOf } from '../audit/recorder';
+import type { Store } from '../store/index';
 import type { Accounts } from './accounts';
-import type { Identity } from './identity';
+import type { AuditedIdentity } from './audited';
+import { listTokens as tokenPage } from './token-listing';
 import { ok, okList } from '../http/envelope';
 
 /** A token's scopes: checked against the catalogue when it was issued (the store keeps them as text). */
@@ -65,13 +68,14 @@ async function limitedAttempt<T>(failures: RateLimiter, username: string, attemp
  * username, so passwords cannot be guessed at speed (scrypt alone costs an attacker little with
  * many connections); successful logins never count.
  */
-export function publicIdentityRoutes(identity: Identity, failures: RateLimiter): Router {
+export function publicIdentityRoutes(identity: AuditedIdentity, failures: RateLimiter): Router {
   const router = new Router();
   router.post('/v1/auth/token', async function issueUserToken(ctx) {
     const body = await parseBody(ctx, loginBody);
+    const { trace_id, source_ip } = auditSourceOf(ctx, body.username);
     const issued = await limitedAttempt(failures, body.username, async function login(wrong) {
       try {
-        return await identity.login(body.username, body.password);
+        return await identity.login(body.username, body.password, { trace_id, source_ip });
       } catch (err) {
         if (err instanceof ApiError && err.code === 'unauthorized') wrong();
         throw err;
@@ -82,12 +86,22 @@ export function publicIdentityRoutes(identity: Identity, failures: RateLimiter):
   return router;
 }
 
+export interface IdentityRouteDeps {
+  store: Store;
+  /** The login limiter: a wrong current password in a password change counts as a failed login of that user. */
+  failures: RateLimiter;
+  /** Safe retries of the creating POSTs (api/http/idempotency.ts). */
+  idempotent: Middleware;
+  now: () => number;
+}
+
 /**
  * The routes that need a token. `failures` is the login limiter: a wrong current password in a
  * password change counts as a failed login of that user. Each creating POST checks access before
  * `idempotent`, so that a replayed response goes only to a caller the request itself would serve.
  */
-export function identityRoutes(identity: Identity, accounts: Accounts, failures: RateLimiter, idempotent: Middleware): Router {
+export function identityRoutes(identity: AuditedIdentity, accounts: Accounts, deps: IdentityRouteDeps): Router {
+  const { store, failures, idempotent, now } = deps;
   const router = new Router();
 
   router.get('/v1/me', function me(ctx) {
@@ -105,21 +119,21 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
 
   router.post('/v1/users', accessFirst('identity:write', 'administrator', 'creating users'), idempotent, async function createUser(ctx) {
     const body = await parseBody(ctx, newUserBody);
-    ok<User>(ctx, await identity.createUser(body), 201);
+    ok<User>(ctx, await identity.createUser(body, auditSourceOf(ctx)), 201);
   });
 
   router.get('/v1/users', async function listUsers(ctx) {
     requireAccess(principalOf(ctx), 'identity:read', 'administrator', 'listing users');
-    ok<User[]>(ctx, await identity.listUsers());
+    ok<User[]>(ctx, await store.users.list());
   });
 
   router.patch('/v1/users/:username', async function changeUser(ctx) {
     const body = await parseBody(ctx, userChangeBody);
-    ok<User>(ctx, await accounts.updateUser(principalOf(ctx), ctx.params.username!, body));
+    ok<User>(ctx, await accounts.updateUser(principalOf(ctx), ctx.params.username!, body, auditSourceOf(ctx)));
   });
 
   router.delete('/v1/users/:username', async function deleteUser(ctx) {
-    ok<UserDeleted>(ctx, await accounts.deleteUser(principalOf(ctx), ctx.params.username!));
+    ok<UserDeleted>(ctx, await accounts.deleteUser(principalOf(ctx), ctx.params.username!, auditSourceOf(ctx)));
   });
 
   router.put('/v1/users/:username/password', async function changePassword(ctx) {
@@ -131,12 +145,13 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
         if (!right) wrong();
         return right;
       });
-    ok<PasswordSet>(ctx, await accounts.changePassword(principalOf(ctx), username, body, checkCurrent));
+    ok<PasswordSet>(ctx, await accounts.changePassword(principalOf(ctx), username, body, checkCurrent, auditSourceOf(ctx)));
   });
 
   router.get('/v1/tokens', async function listTokens(ctx) {
     const q = parseQuery(ctx, tokenListQuery);
-    const { items, total } = await accounts.listTokens(principalOf(ctx), { ...q, limit: q.per_page, offset: offsetOf(q) });
+    const at = new Date(now()).toISOString();
+    const { items, total } = await tokenPage(store, principalOf(ctx), { ...q, limit: q.per_page, offset: offsetOf(q) }, at);
     okList<Token>(
       ctx,
       items.map((t) => ({ ...t, scopes: scopesOf(t.scopes) })),
@@ -148,11 +163,11 @@ export function identityRoutes(identity: Identity, accounts: Accounts, failures:
   router.post('/v1/tokens', accessFirst('identity:write', 'administrator', 'issuing tokens'), idempotent, async function issueToken(ctx) {
     const body = await parseBody(ctx, tokenBody);
     // Bounded by the issuer too (its scopes, tenants, lifetime): a replay is of this token's own key only.
-    ok<IssuedToken>(ctx, await identity.issueToken(body.username, body, principalOf(ctx)), 201);
+    ok<IssuedToken>(ctx, await identity.issueToken(body.username, body, principalOf(ctx), auditSourceOf(ctx)), 201);
   });
 
   router.delete('/v1/tokens/:tokenId', async function revokeToken(ctx) {
-    await accounts.revokeToken(principalOf(ctx), ctx.params.tokenId!);
+    await accounts.revokeToken(principalOf(ctx), ctx.params.tokenId!, auditSourceOf(ctx));
     ok<TokenRevoked>(ctx, { token_id: ctx.params.tokenId!, revoked: true });
   });
 

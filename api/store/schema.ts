@@ -190,6 +190,22 @@ export interface PeersTable {
   seen_at: number;
 }
 
+/** The audit log of changes to who can do what (api/audit/); `count` > 1: repeats folded into one row. */
+export interface AuditLogTable {
+  id: Generated<number>;
+  event: string;
+  actor: string;
+  target_kind: string;
+  target_id: string;
+  details: Defaulted<string>;
+  outcome: string;
+  at: string;
+  trace_id: string;
+  source_ip: string | null;
+  count: Defaulted<number>;
+  last_at: string | null;
+}
+
 /** Every table, by name. */
 export interface Schema {
   users: UsersTable;
@@ -208,6 +224,7 @@ export interface Schema {
   rate_limit_hits: RateLimitHitsTable;
   recording_chunks: RecordingChunksTable;
   peers: PeersTable;
+  audit_log: AuditLogTable;
 }
 
 /** The tables in an order that respects their foreign keys (parents first): copies insert in it. */
@@ -228,6 +245,7 @@ export const TABLES: readonly (keyof Schema)[] = [
   'rate_limit_hits',
   'recording_chunks',
   'peers',
+  'audit_log',
 ];
 
 /** Where queries run: the database, or a transaction on it. Repositories take either. */

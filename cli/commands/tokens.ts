@@ -9,13 +9,6 @@ import { printJson, table } from '../output';
 const PAGE = 200;
 const shortTime = (iso: string) => iso.replace(/\.\d+Z$/, 'Z');
 
-/** active, revoked or expired, as of now. */
-function stateOf(t: Token): string {
-  if (t.revoked_at) return 'revoked';
-  if (t.expires_at && Date.parse(t.expires_at) <= Date.now()) return 'expired';
-  return 'active';
-}
-
 export interface TokenListFlags {
   all?: boolean;
   status?: string;
@@ -32,7 +25,7 @@ export async function tokenList(ctx: Context, flags: TokenListFlags): Promise<vo
     token: `${t.token_id}${t.current ? ' (this one)' : ''}`,
     user: t.username,
     scopes: t.scopes.join(',') || '-',
-    state: stateOf(t),
+    state: t.status,
     created: shortTime(t.created_at),
     expires: t.expires_at ? shortTime(t.expires_at) : 'never',
   }));

@@ -3,6 +3,8 @@
  * listing, adding, disabling and enabling, deleting, and setting passwords (docs/cli.md).
  */
 import type { Me, PasswordSet, User, UserDeleted } from '../../shared/api/identity';
+import { CliError } from '../errors';
+import { confirm } from '../confirm';
 import type { Context } from '../context';
 import { printJson, table } from '../output';
 import { readPasswords, type PasswordQuestion } from '../prompt';
@@ -58,27 +60,34 @@ export async function userSetDisabled(ctx: Context, username: string, disabled: 
   if (flags.json) return printJson(ctx.out, user);
   ctx.out.stdout(
     disabled
-      ? `disabled ${username}: its tokens stop working and it cannot log in until it is enabled again\n`
-      : `enabled ${username}: it can log in again, and its tokens that have not expired or been revoked work again\n`,
+      ? `disabled ${username}: its tokens stop working for good (revoked), its sessions close, and it cannot log in until enabled again\n`
+      : `enabled ${username}: it can log in again (its old tokens stay revoked: it logs in afresh)\n`,
   );
 }
 
-export async function userRemove(ctx: Context, username: string, flags: { json?: boolean }): Promise<void> {
+export async function userRemove(ctx: Context, username: string, flags: { yes?: boolean; json?: boolean }): Promise<void> {
+  if (!flags.yes) {
+    // Asked about a user that exists: a typo fails before the question.
+    const users = await ctx.api().request<User[]>('GET', '/v1/users');
+    const user = users.find((u) => u.username === username);
+    if (!user) throw new CliError(`no user ${username}`, 'not_found');
+    await confirm(`delete user ${username}`, `${summary(user)}: its tokens are revoked and its open sessions close; the name stays taken`, flags.yes);
+  }
   const answer = await ctx.api().request<UserDeleted>('DELETE', path(username));
   if (flags.json) return printJson(ctx.out, answer);
-  ctx.out.stdout(`deleted ${username}: its tokens are revoked; its sessions and audit keep its name, which stays taken\n`);
+  ctx.out.stdout(`deleted ${username}: its tokens are revoked and its open sessions closed; its sessions and audit keep its name, which stays taken\n`);
 }
 
 export interface PasswdFlags {
   passwordStdin?: boolean;
-  revokeTokens?: boolean;
   json?: boolean;
 }
 
 /**
  * Sets a password: your own (no NAME, or your name) or, as an administrator, anyone's. The
  * current password is asked for only where the server needs it: your own, unless you are an
- * administrator whose token may change users (docs/http-api.md, users and tokens).
+ * administrator whose token may change users (docs/http-api.md, users and tokens). The server
+ * revokes the user's tokens but, for your own, the one in use.
  */
 export async function userPasswd(ctx: Context, name: string | undefined, flags: PasswdFlags): Promise<void> {
   const api = ctx.api();
@@ -91,10 +100,10 @@ export async function userPasswd(ctx: Context, name: string | undefined, flags: 
   const body = {
     password: answers.at(-1)!,
     ...(answers.length === 2 ? { current_password: answers[0] } : {}),
-    ...(flags.revokeTokens ? { revoke_tokens: true } : {}),
   };
   const result = await api.request<PasswordSet>('PUT', `${path(username)}/password`, body);
   if (flags.json) return printJson(ctx.out, result);
-  const revoked = flags.revokeTokens ? `; revoked ${result.tokens_revoked} other token${result.tokens_revoked === 1 ? '' : 's'}` : '';
-  ctx.out.stdout(`set the password of ${username}${revoked}\n`);
+  const tokens = `${result.tokens_revoked} token${result.tokens_revoked === 1 ? '' : 's'}`;
+  const revoked = username === me.username ? `your other ${tokens} (the one in use is kept)` : `its ${tokens}`;
+  ctx.out.stdout(`set the password of ${username}${result.tokens_revoked > 0 ? `; revoked ${revoked} and closed the sessions they opened` : ''}\n`);
 }

@@ -60,7 +60,11 @@ export const userChangeBody = z
 export const passwordBody = z.strictObject({
   password: passwordSchema,
   current_password: z.string().min(1).max(1024).optional(),
-  revoke_tokens: z.boolean().optional(),
+  /** Accepted for older clients: a changed password always revokes the user's other tokens now. */
+  revoke_tokens: z
+    .literal(true, { error: 'tokens are always revoked when a password changes; leave revoke_tokens out' })
+    .optional()
+    .describe('deprecated: always true'),
 });
 
 export const tokenListQuery = z
@@ -123,6 +127,7 @@ export const token = named(
     created_at: timestamp,
     expires_at: timestamp.nullable(),
     revoked_at: timestamp.nullable(),
+    status: z.enum(['active', 'revoked', 'expired']).describe('as of the request: whether it works (a disabled or deleted user has no active token)'),
     current: z.boolean().describe('true for the token making the request'),
   }),
 );

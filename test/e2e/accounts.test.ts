@@ -1,6 +1,6 @@
 /**
- * Account administration end to end (docs/http-api.md, users and tokens): disabling cuts a
- * user's tokens, sessions and streams off at once and enabling restores its tokens; deleting
+ * Account administration end to end (docs/http-api.md, users and tokens): disabling revokes a
+ * user's tokens and closes its sessions and streams at once, and enabling restores none; deleting
  * revokes them for good while the audit keeps the name; an enabled administrator always remains;
  * passwords change with the current one (or an administrator's reset); users list and revoke
  * their own tokens, and never see anyone else's.
@@ -80,15 +80,15 @@ describe('disabling a user', () => {
     expect(mint.body.message).toContain('disabled');
   });
 
-  it('enabling again restores the tokens that were not revoked and the password login', async () => {
-    const before = (await stack.admin.get('/v1/tokens?username=dana')).body.data as Array<{ token_id: string }>;
-    expect(before).toHaveLength(2); // suspended, not revoked
+  it('enabling again restores the password login, not the tokens: they were revoked', async () => {
+    expect((await stack.admin.get('/v1/tokens?username=dana')).body.data).toEqual([]);
+    expect((await stack.admin.get('/v1/tokens?username=dana&status=revoked')).body.meta.total).toBe(2);
     const res = await patch(stack.admin, '/v1/users/dana', { disabled: false });
     expect(res.status).toBe(200);
     expect(res.body.data.disabled).toBe(false);
     const fresh = await login('dana', 'dana passphrase');
     expect(await status(fresh.token)).toBe(200);
-    expect((await stack.admin.get('/v1/tokens?username=dana')).body.meta.total).toBe(3);
+    expect((await stack.admin.get('/v1/tokens?username=dana')).body.data.map((t: { token_id: string }) => t.token_id)).toEqual([fresh.token_id]);
   });
 
   it("closes with 4401 the streams a disabled user's token joined on others' sessions; those stay open", async () => {
@@ -201,13 +201,16 @@ describe('an enabled administrator always remains', () => {
       expect(res.status).toBe(409);
       expect(res.body.message).toContain('your own account');
     }
+    // admin's old token stayed revoked when it was enabled again: it is given a new one
+    expect((await fresh.admin.get('/v1/me')).status).toBe(401);
+    const renewed = fresh.as((await ops.post('/v1/tokens', { username: 'admin' })).body.data.token);
     expect((await patch(ops, '/v1/users/ops', { role: 'platform-engineer' })).body.data.role).toBe('platform-engineer');
-    expect((await fresh.admin.get('/v1/me')).status).toBe(200);
+    expect((await renewed.get('/v1/me')).body.data).toMatchObject({ username: 'admin', role: 'administrator' });
   });
 });
 
 describe('changing a password', () => {
-  it('one’s own with the current password, from any token; existing tokens keep working', async () => {
+  it('one’s own with the current password, from any token, which stays; the others are revoked', async () => {
     const fay = await person('fay', 'developer', 'first passphrase');
     const f = stack.as(fay.token);
     const missing = await f.put('/v1/users/fay/password', { password: 'second passphrase' });
@@ -229,14 +232,16 @@ describe('changing a password', () => {
     const narrow = (await stack.admin.post('/v1/tokens', { username: 'fay', scopes: ['fleet:read'], ttl_seconds: 600 })).body.data;
     const byNarrow = await stack.as(narrow.token).put('/v1/users/fay/password', { password: 'third passphrase', current_password: 'second passphrase' });
     expect(byNarrow.status).toBe(200);
+    expect(byNarrow.body.data.tokens_revoked).toBe(2); // fay.token and the login's; not the narrow one in use
+    expect(await status(fay.token)).toBe(401);
     await login('fay', 'third passphrase');
     // but not someone else's
-    const other = await f.put('/v1/users/dana/password', { password: 'stolen passphrase', current_password: 'dana passphrase' });
+    const other = await stack.as(narrow.token).put('/v1/users/dana/password', { password: 'stolen passphrase', current_password: 'dana passphrase' });
     expect(other.status).toBe(403);
     expect(other.body.message).toContain('administrator');
   });
 
-  it('revoke_tokens: true revokes every other token of the user, not the one making the call', async () => {
+  it('revokes every other token of the user, not the one making the call (revoke_tokens: true, as older clients send, is the same)', async () => {
     const gus = await person('gus', 'developer', 'gus passphrase 1');
     const laptop = await login('gus', 'gus passphrase 1');
     const bot = (await stack.admin.post('/v1/tokens', { username: 'gus' })).body.data;
@@ -319,6 +324,7 @@ describe('tokens', () => {
       created_at: expect.any(String),
       expires_at: expect.any(String),
       revoked_at: null,
+      status: 'active',
       current: false,
     });
     expect(res.body.data.map((t: { current: boolean }) => t.current)).toEqual([false, true, false]);

@@ -46,6 +46,9 @@ describe('tether admin token', () => {
     expect(named.code).toBe(0);
     expect(named.stdout).toMatch(/for ops \(administrator, every scope and tenant, expires \d{4}-.+\); it is in /);
     expect((await client(url, readFileSync(out, 'utf8').trim()).get('/v1/me')).body.data.username).toBe('ops');
+    // each token issued on the host is in the audit log, by the system
+    const audit = await client(url, token).get('/v1/audit/events?event=token.created&actor=system');
+    expect(audit.body.data.map((e: { target: { id: string } }) => e.target.id)).toEqual(expect.arrayContaining([me.body.data.token_id]));
     await proc.stop();
   });
 

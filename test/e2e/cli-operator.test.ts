@@ -151,9 +151,10 @@ describe('user and token commands', () => {
     const refused = await run(['login', '--server', stack.url, '--username', 'op-bob', '--password-stdin'], bob.env, 'bob passphrase 2\n');
     expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/^tether: login failed: account op-bob is disabled.* \(op-bob at /) });
     expect((await run(['user', 'enable', 'op-bob'], asAdmin())).stdout).toMatch(/^enabled op-bob: it can log in again/);
-    expect((await stack.as(bob.token).get('/v1/me')).status).toBe(200);
+    expect((await stack.as(bob.token).get('/v1/me')).status).toBe(401); // revoked for good: op-bob logs in afresh
 
-    const removed = await run(['user', 'rm', 'op-carl'], asAdmin());
+    expect((await run(['user', 'rm', 'op-carl'], asAdmin())).code).toBe(2); // no terminal to confirm on
+    const removed = await run(['user', 'rm', 'op-carl', '--yes'], asAdmin());
     expect(removed).toMatchObject({ code: 0, stdout: expect.stringMatching(/^deleted op-carl: its tokens are revoked/) });
     expect((await stack.as(carlIn.token).get('/v1/me')).status).toBe(401);
     const users = JSON.parse((await run(['user', 'list', '--json'], asAdmin())).stdout) as Array<{ username: string }>;

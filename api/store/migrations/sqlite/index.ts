@@ -11,6 +11,7 @@ import m009 from './009-idempotency';
 import m010 from './010-session-idle';
 import m011 from './011-service-status';
 import m012 from './012-peers';
+import m013 from './013-audit-log';
 
 export interface Migration {
   version: number;
@@ -31,4 +32,5 @@ export const sqliteMigrations: readonly Migration[] = [
   { version: 10, name: 'session-idle', sql: m010 },
   { version: 11, name: 'service-status', sql: m011 },
   { version: 12, name: 'peers', sql: m012 },
+  { version: 13, name: 'audit-log', sql: m013 },
 ];

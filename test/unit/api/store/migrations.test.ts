@@ -88,6 +88,7 @@ describe('every migration', () => {
       expect(db.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
       expect(tablesOf(db)).toEqual([
         'audit_events',
+        'audit_log',
         'deployment_audit',
         'devices',
         'fleet_groups',

@@ -30,7 +30,7 @@ keep working unchanged. docs/cli.md, moving from SQLite to PostgreSQL.
 export function registerHostCommands(program: Command): void {
   program
     .command('backup <file>')
-    .description("copy the server's database to FILE (mode 0600), safely while the server runs")
+    .description("copy the server's database and its session recordings into one FILE (mode 0600), safely while the server runs")
     .option('--data-dir <dir>', DATA_DIR_HELP)
     .option('--force', 'overwrite FILE if it exists')
     .action(async (file: string, o: { dataDir?: string; force?: boolean }) =>
@@ -39,7 +39,7 @@ export function registerHostCommands(program: Command): void {
 
   program
     .command('restore <file>')
-    .description("make the backup FILE the server's database (refused while a server runs on it; the old one is kept beside it)")
+    .description("make the backup FILE the server's database and recordings (refused while a server runs on it; the old ones are kept beside it)")
     .option('--data-dir <dir>', DATA_DIR_HELP)
     .action(async (file: string, o: { dataDir?: string }) => (await import('./backup')).restore(file, dataDirOf(o.dataDir), print));
 

@@ -5,9 +5,10 @@
 import { etagOf, unconditional, type Precondition } from '../preconditions';
 import { randomBase32 } from '../../shared/ids';
 import { isUniqueViolation, type Store } from '../store/index';
-import type { GroupRow, VehicleRow } from '../store/fleet';
+import type { GroupRow } from '../store/fleet';
 import { ApiError } from '../errors';
 import type { FleetAssignment, FleetGroup, FleetGroupPage, FleetGroupVehicles, FleetPagination, FleetVehicle } from '../../shared/api/fleet';
+import { createFleetVehicles, vehicleView } from './vehicles';
 
 export interface NewGroup {
   name: string;
@@ -41,15 +42,6 @@ const groupView = (g: GroupRow): FleetGroup => ({
 
 const groupTagOf = (g: GroupRow) => etagOf(['group', groupView(g)]);
 
-const vehicleView = (v: VehicleRow): FleetVehicle => ({
-  vehicle_id: v.vehicle_id,
-  vin: v.vin,
-  status: v.status,
-  device_id: v.device_id,
-  group_id: v.group_id,
-  created_at: v.created_at,
-});
-
 export function createFleet(store: Store, now: () => number) {
   const fleet = store.fleet;
   const iso = () => new Date(now()).toISOString();
@@ -61,6 +53,8 @@ export function createFleet(store: Store, now: () => number) {
   }
 
   return {
+    ...createFleetVehicles(store),
+
     async createGroup(tenant: string, actor: string, input: NewGroup): Promise<FleetGroup> {
       const name = input.name.trim().normalize('NFC');
       const row: GroupRow = {
@@ -144,7 +138,7 @@ export function createFleet(store: Store, now: () => number) {
       return {
         group_id: g.group_id,
         group_name: g.name,
-        vehicles: vehicles.map((v) => ({ vehicle_id: v.vehicle_id, vin: v.vin, status: v.status })),
+        vehicles: vehicles.map((v) => ({ vehicle_id: v.vehicle_id, vin: v.vin, status: v.status, device_id: v.device_id })),
         pagination: pagination(p, g.vehicle_count),
       };
     },

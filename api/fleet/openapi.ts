@@ -2,26 +2,13 @@
  * @module The OpenAPI operations of the fleet interface (./routes.ts): `X-Tenant-ID` on every
  * operation, scopes `fleet:read` / `fleet:write`, its own envelope and error dialect.
  */
-import {
-  assignBody,
-  fleetAssignment,
-  fleetGroup,
-  fleetGroupPage,
-  fleetGroupVehicles,
-  fleetVehicle,
-  groupBody,
-  pageQuery,
-  vehicleBody,
-} from '../../shared/api/fleet';
+import { assignBody, fleetAssignment, fleetGroup, fleetGroupPage, fleetGroupVehicles, groupBody, pageQuery, vehicleBody } from '../../shared/api/fleet';
 import { fleetBody } from '../openapi/envelopes';
 import type { OperationSpec } from '../openapi/operation';
+import { tenantErrors, vehicleOperations, vehicleResponse } from './openapi-vehicles';
 
 const group = fleetBody('FleetGroupResponse', fleetGroup);
 const groupId = { groupId: 'the group’s id (grp_…)' };
-const tenantErrors = {
-  400: 'no or a malformed X-Tenant-ID (`MISSING_TENANT_ID`, `VALIDATION_ERROR`)',
-  403: 'the token is not granted the tenant (`TENANT_FORBIDDEN`) or lacks the scope (`INSUFFICIENT_SCOPE`)',
-};
 
 export const fleetOperations: OperationSpec[] = [
   {
@@ -94,8 +81,9 @@ export const fleetOperations: OperationSpec[] = [
     auth: 'bearer',
     tenant: true,
     idempotent: true,
+    etag: { of: 'the vehicle', always: true },
     body: { schema: vehicleBody },
-    responses: { 201: { description: 'the vehicle', json: fleetBody('FleetVehicleResponse', fleetVehicle) } },
+    responses: { 201: { description: 'the vehicle', json: vehicleResponse } },
     errors: {
       ...tenantErrors,
       400: `${tenantErrors[400]}, a missing vin (\`MISSING_REQUIRED_FIELD\`), a malformed body or an unknown device (\`VALIDATION_ERROR\`)`,
@@ -121,4 +109,5 @@ export const fleetOperations: OperationSpec[] = [
       404: 'no such vehicle (`VEHICLE_NOT_FOUND`) or group (`GROUP_NOT_FOUND`) in the tenant',
     },
   },
+  ...vehicleOperations,
 ];

@@ -13,11 +13,14 @@ import {
   pageQuery,
   TENANT_PATTERN,
   vehicleBody,
+  vehicleQuery,
   type FleetAssignment,
   type FleetGroup,
   type FleetGroupPage,
   type FleetGroupVehicles,
   type FleetVehicle,
+  type FleetVehicleDeleted,
+  type FleetVehiclePage,
 } from '../../shared/api/fleet';
 import { ApiError } from '../errors';
 import { principalOf } from '../http/auth';
@@ -25,6 +28,7 @@ import { readJsonBody } from '../http/body';
 import { issuesToDetails, parseQuery } from '../http/validate';
 import { success } from './envelope';
 import type { Fleet } from './fleet';
+import { vehicleTag } from './vehicles';
 
 type Scope = 'fleet:read' | 'fleet:write';
 
@@ -110,7 +114,33 @@ export function fleetRoutes(fleet: Fleet, idempotent: Middleware): Router {
   router.post('/v1/fleet/vehicles', writerFirst, idempotent, async function registerVehicle(ctx) {
     const tenant = tenantOf(ctx, 'fleet:write');
     const body = await bodyOf(ctx, vehicleBody, ['vin']);
-    success<FleetVehicle>(ctx, await fleet.registerVehicle(tenant, body), 201);
+    const vehicle = await fleet.registerVehicle(tenant, body);
+    setEtag(ctx, vehicleTag(vehicle));
+    success<FleetVehicle>(ctx, vehicle, 201);
+  });
+
+  router.get('/v1/fleet/vehicles', async function listVehicles(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:read');
+    success<FleetVehiclePage>(ctx, await fleet.listVehicles(tenant, parseQuery(ctx, vehicleQuery)));
+  });
+
+  router.get('/v1/fleet/vehicles/:vehicleId', async function getVehicle(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:read');
+    const { vehicle, etag } = await fleet.getVehicle(tenant, ctx.params.vehicleId!);
+    setEtag(ctx, etag);
+    success<FleetVehicle>(ctx, vehicle);
+  });
+
+  router.delete('/v1/fleet/vehicles/:vehicleId', async function deleteVehicle(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:write');
+    success<FleetVehicleDeleted>(ctx, await fleet.removeVehicle(tenant, ctx.params.vehicleId!, ifMatchOf(ctx)));
+  });
+
+  router.delete('/v1/fleet/vehicles/:vehicleId/group', async function unassignVehicle(ctx) {
+    const tenant = tenantOf(ctx, 'fleet:write');
+    const { vehicle, etag } = await fleet.unassign(tenant, ctx.params.vehicleId!, ifMatchOf(ctx));
+    setEtag(ctx, etag);
+    success<FleetVehicle>(ctx, vehicle);
   });
 
   router.put('/v1/fleet/vehicles/:vehicleId/group', async function assignVehicle(ctx) {

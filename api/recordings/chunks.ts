@@ -54,12 +54,12 @@ function castDigest() {
   };
 }
 
-/** `length` bytes of `file` from `position`; fails when the file is shorter. */
-async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
+/** `length` bytes of a recording's `file` from `position`; fails when the file is shorter than its row says. */
+export async function readAt(file: FileHandle, position: number, length: number): Promise<Buffer> {
   const data = Buffer.allocUnsafe(length);
   for (let got = 0; got < length;) {
     const { bytesRead } = await file.read(data, got, length - got, position + got);
-    if (bytesRead === 0) throw new Error(`the file ends at ${position + got} bytes, before the ${position + length} its row counts`);
+    if (bytesRead === 0) throw new Error(`its file ends at ${position + got} bytes, before the ${position + length} its row counts`);
     got += bytesRead;
   }
   return data;

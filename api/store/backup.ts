@@ -48,6 +48,19 @@ function openExisting(file: string): Db {
   }
 }
 
+/**
+ * Checks the database in `file` whole (SQLite's integrity check, then that it is a tether
+ * database) and returns its schema version; `what` names it in the errors.
+ */
+export function checkDatabase(file: string, what: string): number {
+  const db = openExisting(file);
+  try {
+    return checkedVersion(db, what, true);
+  } finally {
+    db.close();
+  }
+}
+
 /** The schema version of the tether database in `file`. */
 export function schemaVersionOf(file: string): number {
   const db = openExisting(file);
@@ -108,8 +121,7 @@ export async function copyDatabase(source: Db | string, destination: string, ove
       copy.close();
     }
     syncFile(staging);
-    if (overwrite) renameSync(staging, destination);
-    else placeNew(staging, destination);
+    placeFile(staging, destination, overwrite);
     syncFile(dirname(destination));
     return { bytes: statSync(destination).size, schemaVersion };
   } finally {
@@ -119,11 +131,17 @@ export async function copyDatabase(source: Db | string, destination: string, ove
 }
 
 /**
- * Gives `staging` the name `destination` only if that name is free: atomically with a hard link,
- * or, on a file system without them (some network shares), by checking first.
+ * Gives `staging` the name `destination`: with `overwrite` in place of any file of that name,
+ * else only if that name is free, atomically with a hard link or, on a file system without them
+ * (some network shares), by checking first. `exists` is the error for a name that is taken.
  */
-function placeNew(staging: string, destination: string): void {
-  const exists = () => new BackupError(`${destination} already exists`, 'exists');
+export function placeFile(
+  staging: string,
+  destination: string,
+  overwrite: boolean,
+  exists = () => new BackupError(`${destination} already exists`, 'exists'),
+): void {
+  if (overwrite) return renameSync(staging, destination);
   try {
     linkSync(staging, destination);
   } catch (err) {
@@ -135,7 +153,8 @@ function placeNew(staging: string, destination: string): void {
   }
 }
 
-function syncFile(path: string): void {
+/** Flushes a file (or a directory, after a name changed in it) to disk. */
+export function syncFile(path: string): void {
   const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);

@@ -30,21 +30,32 @@ export interface VehicleRow {
   created_at: string;
 }
 
-export function createFleetRepo(db: Executor) {
-  /**
-   * Locks the vehicle until the transaction ends (nobody else moves it meanwhile) and returns it
-   * as it is now: an update that changes nothing, which locks the row on PostgreSQL (on SQLite,
-   * the transaction holds the whole database already).
-   */
-  const lockVehicle = (tx: Executor, tenant: string, vehicleId: string): Promise<VehicleRow | undefined> =>
-    tx
-      .updateTable('fleet_vehicles')
-      .set((eb) => ({ status: eb.ref('status') }))
-      .where('tenant_id', '=', tenant)
-      .where('vehicle_id', '=', vehicleId)
-      .returningAll()
-      .executeTakeFirst();
+/**
+ * Locks the vehicle until the transaction ends (nobody else moves it meanwhile) and returns it
+ * as it is now: an update that changes nothing, which locks the row on PostgreSQL (on SQLite,
+ * the transaction holds the whole database already). Every write to a vehicle takes this lock
+ * first, then its groups' (`./fleet-vehicles.ts` too), so writes cannot deadlock.
+ */
+export const lockVehicle = (tx: Executor, tenant: string, vehicleId: string): Promise<VehicleRow | undefined> =>
+  tx
+    .updateTable('fleet_vehicles')
+    .set((eb) => ({ status: eb.ref('status') }))
+    .where('tenant_id', '=', tenant)
+    .where('vehicle_id', '=', vehicleId)
+    .returningAll()
+    .executeTakeFirst();
 
+/** Adds `delta` to a group's count; the update also locks the group's row until the transaction ends. */
+export const adjustCount = async (tx: Executor, tenant: string, groupId: string, delta: number): Promise<void> => {
+  await tx
+    .updateTable('fleet_groups')
+    .set((eb) => ({ vehicle_count: eb('vehicle_count', '+', delta) }))
+    .where('tenant_id', '=', tenant)
+    .where('group_id', '=', groupId)
+    .execute();
+};
+
+export function createFleetRepo(db: Executor) {
   /**
    * Locks the groups until the transaction ends and returns them as they are now (a group that
    * does not exist is not returned), like `lockVehicle`. A move locks its vehicle, then its groups
@@ -64,16 +75,6 @@ export function createFleetRepo(db: Executor) {
     }
     return locked;
   }
-
-  /** Adds `delta` to a group's count. */
-  const adjustCount = async (tx: Executor, tenant: string, groupId: string, delta: number): Promise<void> => {
-    await tx
-      .updateTable('fleet_groups')
-      .set((eb) => ({ vehicle_count: eb('vehicle_count', '+', delta) }))
-      .where('tenant_id', '=', tenant)
-      .where('group_id', '=', groupId)
-      .execute();
-  };
 
   /** Moves the vehicle from group `from` (null: none) into `to` and counts it there, if it is still in `from`. */
   async function move(tx: Executor, tenant: string, vehicleId: string, from: string | null, to: string, at: string, by: string) {

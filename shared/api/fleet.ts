@@ -8,7 +8,8 @@ import type { FleetCode } from './errors';
 import { count, intParam, named, timestamp } from './common';
 
 export const TENANT_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
-const VIN = /^[A-HJ-NPR-Z0-9]{17}$/;
+/** A VIN: 17 characters of A-Z and 0-9 without I, O and Q. Never a vehicle id, which starts with `veh_`. */
+export const VIN_PATTERN = /^[A-HJ-NPR-Z0-9]{17}$/;
 
 /** The codes of its own the fleet interface answers with (docs/http-api.md, fleet groups). */
 export const FLEET_OWN_ERRORS = [
@@ -41,7 +42,7 @@ export const groupBody = z.strictObject({
 export type GroupBody = z.input<typeof groupBody>;
 
 export const vehicleBody = z.strictObject({
-  vin: z.string().regex(VIN, 'must be 17 characters of A-Z (without I, O, Q) and 0-9'),
+  vin: z.string().regex(VIN_PATTERN, 'must be 17 characters of A-Z (without I, O, Q) and 0-9'),
   vehicle_id: z
     .string()
     .regex(/^veh_[a-z0-9]{1,40}$/, 'must look like veh_ followed by lower-case letters and digits')
@@ -55,6 +56,18 @@ export type VehicleBody = z.input<typeof vehicleBody>;
 
 export const assignBody = z.strictObject({ group_id: z.string().min(1).max(64) });
 export const pageQuery = z.strictObject({ page: intParam(1, 1_000_000, 1), limit: intParam(1, 100, 20) });
+
+/** `GET /v1/fleet/vehicles`: a page of the tenant's vehicles; `unassigned=true` those in no group, `vin` the one with that VIN. */
+export const vehicleQuery = z.strictObject({
+  page: intParam(1, 1_000_000, 1),
+  limit: intParam(1, 100, 20),
+  unassigned: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .transform((v) => v === 'true')
+    .optional(),
+  vin: z.string().regex(VIN_PATTERN, 'must be 17 characters of A-Z (without I, O, Q) and 0-9').optional(),
+});
+export type VehicleQuery = z.output<typeof vehicleQuery>;
 
 // Responses
 
@@ -105,6 +118,16 @@ export const fleetAssignment = named(
 );
 export type FleetAssignment = z.infer<typeof fleetAssignment>;
 
+export const fleetVehiclePage = named('FleetVehiclePage', z.strictObject({ vehicles: z.array(fleetVehicle), pagination: fleetPagination }));
+export type FleetVehiclePage = z.infer<typeof fleetVehiclePage>;
+
+/** The answer of `DELETE /v1/fleet/vehicles/{vehicleId}`: what was deleted, and the group it left. */
+export const fleetVehicleDeleted = named(
+  'FleetVehicleDeleted',
+  z.strictObject({ vehicle_id: z.string(), vin: z.string(), group_id: z.string().nullable(), deleted: z.literal(true) }),
+);
+export type FleetVehicleDeleted = z.infer<typeof fleetVehicleDeleted>;
+
 export const fleetGroupPage = named('FleetGroupPage', z.strictObject({ groups: z.array(fleetGroup), pagination: fleetPagination }));
 export type FleetGroupPage = z.infer<typeof fleetGroupPage>;
 
@@ -113,7 +136,7 @@ export const fleetGroupVehicles = named(
   z.strictObject({
     group_id: z.string(),
     group_name: z.string(),
-    vehicles: z.array(z.strictObject({ vehicle_id: z.string(), vin: z.string(), status: z.string() })),
+    vehicles: z.array(z.strictObject({ vehicle_id: z.string(), vin: z.string(), status: z.string(), device_id: z.string().nullable() })),
     pagination: fleetPagination,
   }),
 );

@@ -1,16 +1,19 @@
 /**
- * Backups and restores of a real server's database (docs/cli.md): `tether backup` while the
- * server writes, `tether restore` refused while it runs, and a server started on a restored data
- * dir holding the data; a database newer than the server is refused with what to do.
+ * Backups and restores of a real server's database and recordings (docs/backup.md): `tether
+ * backup` while the server writes, `tether restore` refused while it runs, and a server started on
+ * a restored data dir holding the data and playing the recordings; README.md's steps as written; a
+ * database newer than the server is refused with what to do.
  */
 import Database from 'better-sqlite3';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LATEST_SCHEMA } from '../../api/store/backup';
 import { client } from '../helpers/http';
-import { runTether, startProcess, startServerProcess } from '../helpers/processes';
+import { runTether, startProcess, startServerProcess, TETHER_BIN } from '../helpers/processes';
+import { readmeBlocks, recordedShell, runCommand, stepsOf, unitLines } from '../helpers/operator-steps';
 import { tempDir } from '../helpers/stack';
+import { waitFor } from '../helpers/wait';
 
 const run = (args: string[]) => runTether(args);
 
@@ -52,7 +55,7 @@ describe('tether backup and restore', () => {
     await writer;
     expect(backup).toMatchObject({ code: 0, stderr: '' });
     expect(after).toBeGreaterThan(before.length); // the server did write during the backup
-    expect(backup.stdout).toMatch(new RegExp(`^wrote ${file} \\(${statSync(file).size} bytes, schema version \\d+\\)$`));
+    expect(backup.stdout).toMatch(new RegExp(`^wrote ${file} \\(${statSync(file).size} bytes, schema version \\d+, 0 recordings\\)$`));
     expect((statSync(file).mode & 0o777).toString(8)).toBe('600');
     const copied = inspect(file);
     expect(copied.integrity).toBe('ok');
@@ -79,7 +82,7 @@ describe('tether backup and restore', () => {
     const fresh = join(tempDir(), 'restored');
     const restored = await run(['restore', file, '--data-dir', fresh]);
     expect(restored).toMatchObject({ code: 0, stderr: '' });
-    expect(restored.stdout).toMatch(new RegExp(`^restored ${file} \\(\\d+ bytes, schema version \\d+\\) to ${join(fresh, 'tether.db')}$`));
+    expect(restored.stdout).toMatch(new RegExp(`^restored ${file} \\(\\d+ bytes, schema version \\d+, 0 recordings\\) to ${join(fresh, 'tether.db')}$`));
     const second = await startServerProcess(fresh);
     expect(second.proc.stdout.some((l) => l.startsWith('created user admin'))).toBe(false);
     const users = (await client(second.url, token).get('/v1/users')).body.data.map((u: { username: string }) => u.username);
@@ -146,5 +149,135 @@ describe('tether backup and restore', () => {
     const nowhere = await run(['backup', join(empty, 'no-dir', 'b.db'), '--data-dir', empty]);
     expect(nowhere).toMatchObject({ code: 1, stderr: `tether: ${join(empty, 'no-dir')}: no such directory` });
     await server.proc.stop();
+  });
+});
+
+describe("README.md's backup and restore, with recordings", () => {
+  it('runs as written: a backup while the server runs with recorded shells, a restore; the restored server plays them', async () => {
+    const base = tempDir('tether-readme-backup-');
+    const dataDir = join(base, 'var-lib-tether');
+    const backups = join(base, 'backups');
+    const bin = join(base, 'bin');
+    mkdirSync(bin);
+    symlinkSync(TETHER_BIN, join(bin, 'tether'));
+    const server = await startServerProcess(dataDir);
+    const token = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
+    const admin = client(server.url, token);
+    const device = await admin.post('/v1/devices', { device_id: 'backup-dev' });
+    const agent = startProcess(['agent', '--server', server.url, '--device-id', 'backup-dev'], { TETHER_DEVICE_TOKEN: device.body.data.agent_token });
+    let restarted: Awaited<ReturnType<typeof startServerProcess>> | undefined;
+    try {
+      await waitFor(async () => (await admin.get('/v1/devices/backup-dev')).body.data.agent_status === 'online', 'the agent');
+      const ctx = { url: server.url, admin, token };
+      const done = await recordedShell(ctx, 'backup-dev', 'echo finished-$((6*7))', /finished-42/, true);
+      const original = (await admin.get(`/v1/remote-access/sessions/${done.id}/recording`)).text;
+      const running = await recordedShell(ctx, 'backup-dev', 'echo still-running-$((5*5))', /still-running-25/, false);
+
+      const steps = stepsOf(readmeBlocks('Backups, restores and upgrades'), { '/var/lib/tether': dataDir, '/backups': backups });
+      expect(steps.map((s) => s.command.split(' ').slice(0, 2).join(' '))).toEqual([
+        `mkdir -p`,
+        'tether backup',
+        'systemctl stop',
+        'tether restore',
+        'systemctl start',
+      ]);
+      // docs/backup.md's daily unit, its ExecStart and ExecStartPost as systemd would run them (% and $ unescaped).
+      const timed = join(base, 'var-backups-tether');
+      mkdirSync(timed, { mode: 0o700 });
+      for (const [key, line] of unitLines(dataDir, timed)) {
+        const run = runCommand(line, bin);
+        expect(run.code, `${key}: ${line}\n${run.stderr}`).toBe(0);
+        if (key === 'ExecStart')
+          expect(run.stdout).toEqual([
+            expect.stringMatching(new RegExp(`^wrote ${timed}/tether-\\d{4}-\\d{2}-\\d{2}\\.db \\(\\d+ bytes, schema version \\d+, 2 recordings\\)$`)),
+          ]);
+      }
+      expect(readdirSync(timed)).toHaveLength(1);
+
+      let backupFile = '';
+      for (const step of steps) {
+        if (step.command === 'systemctl stop tether-server') {
+          running.c.ws.close();
+          await server.proc.stop();
+          // the service's own user owns the data dir (DynamicUser): a restore as root keeps it so
+          if (process.getuid?.() === 0) chownSync(dataDir, 65534, 65534);
+          continue;
+        }
+        if (step.command === 'systemctl start tether-server') {
+          restarted = await startServerProcess(dataDir);
+          continue;
+        }
+        const command = step.command.replace(/tether-\d{4}-\d{2}-\d{2}\.db/, backupFile.split('/').pop() ?? '');
+        const run = runCommand(command, bin);
+        expect(run.code, `${command}\n${run.stderr}`).toBe(0);
+        expect(run.stdout.length, command).toBe(step.expected.length);
+        step.expected.forEach((pattern, i) => expect(run.stdout[i]).toMatch(pattern));
+        backupFile = /^wrote (\S+)/.exec(run.stdout[0] ?? '')?.[1] ?? backupFile;
+        if (command.startsWith('tether backup')) expect(run.stdout[0]).toMatch(/, 2 recordings\)$/);
+      }
+
+      // The restored server has the sessions and plays both recordings: the finished one byte for byte.
+      const again = client(restarted!.url, token);
+      if (process.getuid?.() === 0) expect(statSync(join(dataDir, 'tether.db')).uid).toBe(65534);
+      expect(readdirSync(dataDir).filter((f) => f.startsWith('recordings.before-restore-'))).toHaveLength(1);
+      const ids = (await again.get('/v1/remote-access/sessions?per_page=100')).body.data.map((x: { session_id: string }) => x.session_id);
+      expect(ids).toEqual(expect.arrayContaining([done.id, running.id]));
+      const played = await again.get(`/v1/remote-access/sessions/${done.id}/recording`);
+      expect(played.status).toBe(200);
+      expect(played.text).toBe(original);
+      const partial = await again.get(`/v1/remote-access/sessions/${running.id}/recording`);
+      expect(partial.text).toContain('still-running-25');
+      const record = (await again.get(`/v1/remote-access/sessions/${running.id}`)).body.data.recording;
+      expect(record).toMatchObject({ in_progress: false, bytes: Buffer.byteLength(partial.text) });
+      // A backup of the restored server: the recordings it plays from its database are in it again.
+      const second = join(backups, 'second.db');
+      expect((await run(['backup', second, '--data-dir', dataDir])).stdout).toMatch(/, 2 recordings\)$/);
+      await restarted!.proc.stop();
+
+      // That file on a new host: a fresh data dir, nothing of the old one.
+      const fresh = join(base, 'new-host');
+      const restored = await run(['restore', second, '--data-dir', fresh]);
+      expect(restored.stdout).toMatch(/, 2 recordings\) to /);
+      restarted = await startServerProcess(fresh);
+      expect(existsSync(join(fresh, 'recordings'))).toBe(false);
+      expect((await client(restarted.url, token).get(`/v1/remote-access/sessions/${done.id}/recording`)).text).toBe(original);
+    } finally {
+      await restarted?.proc.stop();
+      await agent.stop();
+      await server.proc.stop();
+    }
+  });
+
+  it('a recording whose file is gone is left out, and said so; the rest of the backup is whole', async () => {
+    const dataDir = tempDir();
+    const server = await startServerProcess(dataDir);
+    const token = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim();
+    const admin = client(server.url, token);
+    const device = await admin.post('/v1/devices', { device_id: 'gone-dev' });
+    const agent = startProcess(['agent', '--server', server.url, '--device-id', 'gone-dev'], { TETHER_DEVICE_TOKEN: device.body.data.agent_token });
+    try {
+      await waitFor(async () => (await admin.get('/v1/devices/gone-dev')).body.data.agent_status === 'online', 'the agent');
+      const ctx = { url: server.url, admin, token };
+      const kept = await recordedShell(ctx, 'gone-dev', 'echo kept-$((2*4))', /kept-8/, true);
+      const lost = await recordedShell(ctx, 'gone-dev', 'echo lost-$((3*4))', /lost-12/, true);
+      rmSync(join(dataDir, 'recordings', `${lost.id}.cast.gz`));
+      const file = join(tempDir(), 'b.db');
+      const backup = await run(['backup', file, '--data-dir', dataDir]);
+      expect(backup.code).toBe(0);
+      expect(backup.stdout.split('\n')).toEqual([
+        expect.stringMatching(new RegExp(`^wrote ${file} \\(\\d+ bytes, schema version \\d+, 1 recording\\)$`)),
+        `left out the recording of ${lost.id}: its file is gone (deleted by the retention?)`,
+      ]);
+      const db = new Database(file, { readonly: true });
+      try {
+        expect(db.prepare('SELECT session_id FROM recordings').all()).toEqual([{ session_id: kept.id }]);
+        expect((db.prepare('SELECT count(*) AS n FROM recording_chunks WHERE session_id = ?').get(kept.id) as { n: number }).n).toBeGreaterThan(0);
+      } finally {
+        db.close();
+      }
+    } finally {
+      await agent.stop();
+      await server.proc.stop();
+    }
   });
 });

@@ -145,9 +145,12 @@ describe('fleet vehicles', () => {
 
     const list = await tether(acme, ['fleet', 'vehicles', 'list', '--group', 'hamburg trucks']);
     expect(list.stdout.split('\n')).toEqual([
-      expect.stringMatching(/^VEHICLE\s+VIN\s+STATUS$/),
-      ...members.vehicles.map((v: { vehicle_id: string; vin: string }) => expect.stringMatching(new RegExp(`^${v.vehicle_id}\\s+${v.vin}\\s+active$`))),
+      expect.stringMatching(/^VEHICLE\s+VIN\s+STATUS\s+DEVICE$/),
+      ...members.vehicles.map((v: { vehicle_id: string; vin: string; device_id: string | null }) =>
+        expect.stringMatching(new RegExp(`^${v.vehicle_id}\\s+${v.vin}\\s+active\\s+${v.device_id ?? '-'}$`)),
+      ),
     ]);
+    expect(list.stdout).toMatch(new RegExp(`^veh_truck1\\s+${VIN(10)}\\s+active\\s+cf-unit-1$`, 'm'));
     expect(JSON.parse((await tether(acme, ['fleet', 'vehicles', 'list', '--group', group, '--json'])).stdout)).toEqual(members.vehicles);
 
     // moving it: both counts follow
@@ -158,7 +161,7 @@ describe('fleet vehicles', () => {
   });
 
   it('usage mistakes exit 2; refusals exit 1 with the fleet code and register nothing', async () => {
-    expect((await tether(acme, ['fleet', 'vehicles', 'list'])).code).toBe(2); // --group is required
+    expect((await tether(acme, ['fleet', 'vehicles', 'list', '--group', 'x', '--unassigned'])).code).toBe(2);
     expect((await tether(acme, ['fleet', 'vehicles', 'assign', 'veh_x'])).code).toBe(2);
 
     const badVin = await tether(acme, ['fleet', 'vehicles', 'register', 'NOT-A-VIN']);
@@ -175,5 +178,77 @@ describe('fleet vehicles', () => {
       code: 1,
       stderr: 'tether: no vehicle veh_nope in this tenant (VEHICLE_NOT_FOUND)',
     });
+  });
+});
+
+describe('fleet vehicles by VIN, unassign, rm and the lists without a group', () => {
+  it('assign, unassign and rm take a VIN (in either case) as well as an id; lists show the device and the group', async () => {
+    const group = JSON.parse((await tether(acme, ['fleet', 'groups', 'create', 'VIN Vans', '--json'])).stdout).group_id as string;
+    await stack.addDevice('cf-unit-9');
+    await tether(acme, ['fleet', 'vehicles', 'register', VIN(30), '--id', 'veh_vin30', '--device', 'cf-unit-9']);
+    await tether(acme, ['fleet', 'vehicles', 'register', VIN(31), '--id', 'veh_vin31']);
+
+    expect(await tether(acme, ['fleet', 'vehicles', 'assign', VIN(30), '--group', 'VIN Vans'])).toMatchObject({
+      code: 0,
+      stdout: `assigned vehicle veh_vin30 (VIN ${VIN(30)}) to group ${group} "VIN Vans"`,
+    });
+    expect(await tether(acme, ['fleet', 'vehicles', 'assign', VIN(31).toLowerCase(), '--group', group])).toMatchObject({ code: 0 });
+    expect((await fleet('acme', `/v1/fleet/groups/${group}`)).data.vehicle_count).toBe(2);
+
+    const all = await tether(acme, ['fleet', 'vehicles', 'list']);
+    expect(all.stdout.split('\n')[0]).toMatch(/^VEHICLE\s+VIN\s+STATUS\s+DEVICE\s+GROUP$/);
+    expect(all.stdout).toMatch(new RegExp(`^veh_vin30\\s+${VIN(30)}\\s+active\\s+cf-unit-9\\s+${group}$`, 'm'));
+    expect(all.stdout).toMatch(new RegExp(`^veh_vin31\\s+${VIN(31)}\\s+active\\s+-\\s+${group}$`, 'm'));
+
+    expect(await tether(acme, ['fleet', 'vehicles', 'unassign', VIN(30)])).toMatchObject({
+      code: 0,
+      stdout: `took vehicle veh_vin30 (VIN ${VIN(30)}) out of group ${group}`,
+    });
+    expect(await tether(acme, ['fleet', 'vehicles', 'unassign', 'veh_vin30'])).toMatchObject({
+      code: 0,
+      stdout: `vehicle veh_vin30 (VIN ${VIN(30)}) is in no group`,
+    });
+    expect((await fleet('acme', `/v1/fleet/groups/${group}`)).data.vehicle_count).toBe(1);
+
+    const unassigned = await tether(acme, ['fleet', 'vehicles', 'list', '--unassigned']);
+    expect(unassigned.stdout).toMatch(new RegExp(`^veh_vin30\\s+${VIN(30)}\\s+active\\s+cf-unit-9\\s+-$`, 'm'));
+    expect(unassigned.stdout).not.toMatch(/veh_vin31/);
+    const api = (await fleet('acme', '/v1/fleet/vehicles?unassigned=true&limit=100')).data.vehicles;
+    expect(JSON.parse((await tether(acme, ['fleet', 'vehicles', 'list', '--unassigned', '--json'])).stdout)).toEqual(api);
+
+    // rm: asks unless --yes (no terminal here: a usage mistake), then deletes; the group counts one fewer
+    expect(await tether(acme, ['fleet', 'vehicles', 'rm', VIN(31)])).toMatchObject({ code: 2, stderr: expect.stringContaining('add --yes') });
+    expect((await fleet('acme', '/v1/fleet/vehicles/veh_vin31')).status).toBe('success');
+    expect(await tether(acme, ['fleet', 'vehicles', 'rm', VIN(31), '--yes'])).toMatchObject({
+      code: 0,
+      stdout: `deleted vehicle veh_vin31 (VIN ${VIN(31)}); it was in group ${group}`,
+    });
+    expect((await fleet('acme', `/v1/fleet/groups/${group}`)).data.vehicle_count).toBe(0);
+    expect(JSON.parse((await tether(acme, ['fleet', 'vehicles', 'rm', 'veh_vin30', '--yes', '--json'])).stdout)).toEqual({
+      vehicle_id: 'veh_vin30',
+      vin: VIN(30),
+      group_id: null,
+      deleted: true,
+    });
+    expect((await fleet('acme', '/v1/fleet/vehicles/veh_vin30')).error.code).toBe('VEHICLE_NOT_FOUND');
+  });
+
+  it("an unknown VIN or id is VEHICLE_NOT_FOUND in the tenant; another tenant's VIN is not found either", async () => {
+    await tether(both, ['fleet', 'vehicles', 'register', VIN(40), '--id', 'veh_globex40', '--tenant', 'globex']);
+    for (const args of [
+      ['assign', VIN(40), '--group', 'VIN Vans'],
+      ['unassign', VIN(40)],
+      ['rm', VIN(40), '--yes'],
+    ]) {
+      expect(await tether(acme, ['fleet', 'vehicles', ...args])).toMatchObject({
+        code: 1,
+        stderr: `tether: no vehicle with VIN ${VIN(40)} in tenant acme (VEHICLE_NOT_FOUND)`,
+      });
+    }
+    expect(await tether(acme, ['fleet', 'vehicles', 'rm', 'veh_globex40', '--yes'])).toMatchObject({
+      code: 1,
+      stderr: 'tether: no vehicle veh_globex40 in this tenant (VEHICLE_NOT_FOUND)',
+    });
+    expect((await fleet('globex', '/v1/fleet/vehicles/veh_globex40')).data.vin).toBe(VIN(40));
   });
 });

@@ -1,5 +1,6 @@
 /** The fleet interface end to end (seed 2.7, 2.8, 4.3, 5 rule 8, 7.2; CONTRACT 6). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fleetClients, fleetToken, tenantClient, VIN } from '../helpers/fleet';
 import { client, type Client } from '../helpers/http';
 import { startStack, type Stack } from '../helpers/stack';
 
@@ -8,31 +9,9 @@ let acme: Client; // fleet:read + fleet:write on tenant acme
 let globex: Client; // fleet:read + fleet:write on tenant globex
 let reader: Client; // fleet:read only, acme
 
-const VIN = (n: number) => `1HGCM82633A${String(n).padStart(6, '0')}`;
-
-async function fleetToken(username: string, scopes: string[], tenants: string[]) {
-  await stack.admin.post('/v1/users', { username, role: null, kind: 'service' });
-  return (await stack.admin.post('/v1/tokens', { username, scopes, tenants })).body.data.token as string;
-}
-
-/** A client that always sends X-Tenant-ID. */
-function tenantClient(token: string, tenant: string): Client {
-  const c = client(stack.url, token);
-  const h = (extra?: Record<string, string>) => ({ 'x-tenant-id': tenant, ...extra });
-  return {
-    get: (path, headers) => c.get(path, h(headers)),
-    post: (path, body, headers) => c.post(path, body, h(headers)),
-    put: (path, body, headers) => c.put(path, body, h(headers)),
-    del: (path, headers) => c.del(path, h(headers)),
-    raw: (method, path, body, headers) => c.raw(method, path, body, h(headers)),
-  };
-}
-
 beforeAll(async () => {
   stack = await startStack();
-  acme = tenantClient(await fleetToken('fleet-acme', ['fleet:read', 'fleet:write'], ['acme']), 'acme');
-  globex = tenantClient(await fleetToken('fleet-globex', ['fleet:read', 'fleet:write'], ['globex']), 'globex');
-  reader = tenantClient(await fleetToken('fleet-reader', ['fleet:read'], ['acme']), 'acme');
+  ({ acme, globex, reader } = await fleetClients(stack, 'fleet'));
 });
 afterAll(() => stack.stop());
 
@@ -98,7 +77,7 @@ describe('groups', () => {
   });
 
   it('lists groups with pagination', async () => {
-    const t = tenantClient(await fleetToken('fleet-pages', ['*'], ['pages']), 'pages');
+    const t = tenantClient(stack, await fleetToken(stack, 'fleet-pages', ['*'], ['pages']), 'pages');
     const empty = await t.get('/v1/fleet/groups');
     expect(empty.body.data).toEqual({ groups: [], pagination: { page: 1, limit: 20, total_records: 0, total_pages: 0 } });
     for (let i = 0; i < 5; i++) await t.post('/v1/fleet/groups', { name: `group ${i}` });
@@ -171,7 +150,7 @@ describe('assignment', () => {
     expect(listing.body.data).toEqual({
       group_id: a,
       group_name: 'Move A',
-      vehicles: [{ vehicle_id: expect.any(String), vin: expect.any(String), status: 'active' }],
+      vehicles: [{ vehicle_id: expect.any(String), vin: expect.any(String), status: 'active', device_id: null }],
       pagination: { page: 2, limit: 1, total_records: 2, total_pages: 2 },
     });
     const empty = (await acme.post('/v1/fleet/groups', { name: 'Empty' })).body.data.group_id;
@@ -229,11 +208,11 @@ describe('tenants and scopes', () => {
 
   it('a token granted only one tenant is refused for another', async () => {
     const acmeToken = (await stack.admin.post('/v1/tokens', { username: 'fleet-acme', scopes: ['fleet:read'], tenants: ['acme'] })).body.data.token;
-    const asGlobex = tenantClient(acmeToken, 'globex');
+    const asGlobex = tenantClient(stack, acmeToken, 'globex');
     expectError(await asGlobex.get('/v1/fleet/groups'), 403, 'TENANT_FORBIDDEN');
     expectError(await client(stack.url, acmeToken).get('/v1/fleet/groups'), 400, 'MISSING_TENANT_ID');
-    expectError(await tenantClient(acmeToken, 'bad tenant!').get('/v1/fleet/groups'), 400, 'VALIDATION_ERROR');
-    expect((await tenantClient(stack.adminToken, 'any-tenant').get('/v1/fleet/groups')).status).toBe(200); // tenants: *
+    expectError(await tenantClient(stack, acmeToken, 'bad tenant!').get('/v1/fleet/groups'), 400, 'VALIDATION_ERROR');
+    expect((await tenantClient(stack, stack.adminToken, 'any-tenant').get('/v1/fleet/groups')).status).toBe(200); // tenants: *
   });
 
   it('writes need fleet:write and reads fleet:read: 403 INSUFFICIENT_SCOPE', async () => {
@@ -241,11 +220,11 @@ describe('tenants and scopes', () => {
     expectError(await reader.post('/v1/fleet/vehicles', { vin: VIN(500) }), 403, 'INSUFFICIENT_SCOPE');
     expectError(await reader.put('/v1/fleet/vehicles/veh_x/group', { group_id: 'grp_x' }), 403, 'INSUFFICIENT_SCOPE');
     expect((await reader.get('/v1/fleet/groups')).status).toBe(200);
-    const writer = tenantClient(await fleetToken('fleet-writer', ['fleet:write'], ['acme']), 'acme');
+    const writer = tenantClient(stack, await fleetToken(stack, 'fleet-writer', ['fleet:write'], ['acme']), 'acme');
     expect((await writer.post('/v1/fleet/groups', { name: 'Written' })).status).toBe(201);
     expectError(await writer.get('/v1/fleet/groups'), 403, 'INSUFFICIENT_SCOPE');
     // a session-interface token without scopes is refused too
-    const plain = tenantClient(await stack.userToken('no-scopes', 'administrator'), 'acme');
+    const plain = tenantClient(stack, await stack.userToken('no-scopes', 'administrator'), 'acme');
     expectError(await plain.get('/v1/fleet/groups'), 403, 'TENANT_FORBIDDEN');
   });
 

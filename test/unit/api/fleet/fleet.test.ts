@@ -105,7 +105,7 @@ describe('fleet', () => {
       expect((await f.getGroup('acme', vans.group_id)).vehicle_count).toBe(0);
       expect((await f.getGroup('acme', trucks.group_id)).vehicle_count).toBe(1);
       expect((await f.groupVehicles('acme', trucks.group_id, { page: 1, limit: 10 })).vehicles).toEqual([
-        { vehicle_id: v.vehicle_id, vin: VIN(1), status: 'active' },
+        { vehicle_id: v.vehicle_id, vin: VIN(1), status: 'active', device_id: null },
       ]);
       expect((await f.groupVehicles('acme', vans.group_id, { page: 1, limit: 10 })).vehicles).toEqual([]);
     });

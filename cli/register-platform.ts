@@ -224,16 +224,30 @@ function registerFleet(program: Command, ctx: () => Context): void {
     .addOption(jsonOption())
     .action(withCode(async (vin, o) => (await commands.fleet()).vehicleRegister(ctx(), vin, o)));
   vehicles
-    .command('assign <vehicle-id>')
-    .description('put a vehicle in a group, moving it out of the one it was in')
+    .command('assign <vehicle>')
+    .description('put a vehicle (id veh_… or VIN) in a group, moving it out of the one it was in')
     .addOption(new Option('--group <group>', 'the group (id or name)').makeOptionMandatory())
     .addOption(tenantOption())
     .addOption(jsonOption())
     .action(withCode(async (id, o) => (await commands.fleet()).vehicleAssign(ctx(), id, o)));
   vehicles
+    .command('unassign <vehicle>')
+    .description('take a vehicle (id veh_… or VIN) out of its group')
+    .addOption(tenantOption())
+    .addOption(jsonOption())
+    .action(withCode(async (id, o) => (await commands.fleet()).vehicleUnassign(ctx(), id, o)));
+  vehicles
+    .command('rm <vehicle>')
+    .description('delete a vehicle (id veh_… or VIN); its id and VIN may be registered again')
+    .addOption(yesOption())
+    .addOption(tenantOption())
+    .addOption(jsonOption())
+    .action(withCode(async (id, o) => (await commands.fleet()).vehicleRemove(ctx(), id, o)));
+  vehicles
     .command('list')
-    .description("a group's vehicles")
-    .addOption(new Option('--group <group>', 'the group (id or name)').makeOptionMandatory())
+    .description("the tenant's vehicles with their device and group; --group: one group's, --unassigned: those in none")
+    .option('--group <group>', 'only the vehicles of this group (id or name)')
+    .option('--unassigned', 'only the vehicles in no group')
     .addOption(tenantOption())
     .addOption(jsonOption())
     .action(withCode(async (o) => (await commands.fleet()).vehicleList(ctx(), o)));
@@ -257,4 +271,8 @@ export function registerPlatformCommands(program: Command, ctx: () => Context): 
     .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
     .addHelpText('after', COMPLETION_HELP)
     .action(async (shell) => (await commands.completion()).completion(ctx(), program, shell));
+  program
+    .command('__complete-devices', { hidden: true })
+    .description('the device ids the completion scripts offer')
+    .action(async () => (await commands.completion()).completeDevices(ctx()));
 }

@@ -6,6 +6,7 @@
  * subcommands, options, an option's choices, or files.
  */
 import type { Command } from 'commander';
+import { credentials } from '../config';
 import type { Context } from '../context';
 import { bash } from './completion/bash';
 import { fish } from './completion/fish';
@@ -23,4 +24,24 @@ export function completionScript(program: Command, shell: Shell): string {
 
 export function completion(ctx: Context, program: Command, shell: Shell): void {
   ctx.out.stdout(completionScript(program, shell));
+}
+
+/**
+ * `tether __complete-devices` (hidden; the scripts call it): the ids of the devices the caller
+ * may see, one a line. Quiet and quick: no output, not an error, when the server cannot be asked.
+ */
+export async function completeDevices(ctx: Context): Promise<void> {
+  try {
+    const { server, token } = credentials(ctx.env);
+    const res = await fetch(new URL('/v1/devices?per_page=200', server), {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(2_000),
+    });
+    if (!res.ok) return;
+    const body = (await res.json()) as { data?: Array<{ device_id?: unknown }> };
+    const ids = (body.data ?? []).map((d) => d.device_id).filter((id): id is string => typeof id === 'string');
+    if (ids.length > 0) ctx.out.stdout(`${ids.join('\n')}\n`);
+  } catch {
+    // Completion must never print an error into the line being typed.
+  }
 }

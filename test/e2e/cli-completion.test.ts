@@ -4,15 +4,15 @@
  * scripts are generated from the commander program itself. zsh and fish come from the system's
  * packages (installed when the tests run as root, as CI does; test/helpers/system-program.ts).
  */
-import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { completionScript, type Shell } from '../../cli/commands/completion';
 import { registerClientCommands } from '../../cli/index';
-import { runTether } from '../helpers/processes';
-import { tempDir } from '../helpers/stack';
+import { runTether, TETHER_BIN } from '../helpers/processes';
+import { startStack, tempDir } from '../helpers/stack';
 import { systemProgram } from '../helpers/system-program';
 
 const zsh = systemProgram(['/usr/bin/zsh', '/bin/zsh'], 'zsh', 'the zsh completion tests');
@@ -36,21 +36,37 @@ function run(shell: string, args: string[]) {
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
+/** `run` without blocking: the server of the device tests answers from this process. */
+function runAsync(shell: string, args: string[], env: NodeJS.ProcessEnv) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(shell, args, { encoding: 'utf8', timeout: 20_000, env }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** The bash program that prints what completes for each of `lines`, one line each. */
+function bashProgram(script: string, lines: string[][]): string {
+  const calls = lines.map((words) => `t ${words.map((w) => `'${w}'`).join(' ')}`).join('\n');
+  return `source '${script}'
+# printf, not echo: a completion of "-n" or "-e" would be taken for an option of echo.
+t() { COMP_WORDS=("$@"); COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _tether; printf "%s\\n" "\${COMPREPLY[*]}"; }
+${calls}`;
+}
+const replies = (stdout: string, n: number) =>
+  stdout
+    .split('\n')
+    .slice(0, n)
+    .map((l) => (l ? l.split(' ') : []));
+
 /**
  * What bash completes for each command line (the last word being completed, '' for a new one),
  * with `script` sourced and the completion function called as readline would.
  */
 function bashComplete(script: string, lines: string[][]): string[][] {
-  const calls = lines.map((words) => `t ${words.map((w) => `'${w}'`).join(' ')}`).join('\n');
-  const program = `source '${script}'
-t() { COMP_WORDS=("$@"); COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _tether; echo "\${COMPREPLY[*]}"; }
-${calls}`;
-  const res = run('bash', ['-c', program]);
+  const res = run('bash', ['-c', bashProgram(script, lines)]);
   expect(res.stderr).toBe('');
-  return res.stdout
-    .split('\n')
-    .slice(0, lines.length)
-    .map((l) => (l ? l.split(' ') : []));
+  return replies(res.stdout, lines.length);
 }
 
 /** Every command path of the client (`deploy canary weight` …) with its options, built as the CLI builds it. */
@@ -65,8 +81,17 @@ function clientCommands(): Array<{ path: string[]; subcommands: string[]; option
   );
   const out: Array<{ path: string[]; subcommands: string[]; options: string[] }> = [];
   const walk = (cmd: Command, path: string[]) => {
-    out.push({ path, subcommands: cmd.commands.map((c) => c.name()), options: cmd.options.flatMap((o) => [o.short, o.long].filter((n): n is string => !!n)) });
-    for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
+    // Hidden commands (`__complete-devices`, which the scripts call) and options are not offered.
+    const visible = cmd
+      .createHelp()
+      .visibleCommands(cmd)
+      .filter((c) => c.name() !== 'help');
+    out.push({
+      path,
+      subcommands: visible.map((c) => c.name()),
+      options: cmd.options.filter((o) => !o.hidden).flatMap((o) => [o.short, o.long].filter((n): n is string => !!n)),
+    });
+    for (const sub of visible) walk(sub, [...path, sub.name()]);
   };
   walk(program, []);
   return out;
@@ -177,5 +202,46 @@ zpty -r z out '*deploy canary*' && print COMPLETED
 zpty -d z`;
     const res = run(zsh, ['-f', '-c', driver]);
     expect(res.stdout.trim()).toBe('COMPLETED');
+  });
+});
+
+describe('device ids complete from the server', () => {
+  it('after a command that takes a device, and as the value of --device, in bash and fish', async () => {
+    const stack = await startStack();
+    try {
+      for (const id of ['cam-1', 'cam-2', 'truck-7']) expect((await stack.admin.post('/v1/devices', { device_id: id })).status).toBe(201);
+      // `tether` on PATH, as an installed client is: the scripts call `tether __complete-devices`.
+      const bin = join(dir, 'bin');
+      mkdirSync(bin, { recursive: true });
+      writeFileSync(join(bin, 'tether'), `#!/bin/sh\nexec '${process.execPath}' '${TETHER_BIN}' "$@"\n`);
+      chmodSync(join(bin, 'tether'), 0o755);
+      const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, TETHER_SERVER: stack.url, TETHER_TOKEN: stack.adminToken, XDG_CONFIG_HOME: dir };
+      const lines = [
+        ['tether', 'shell', ''],
+        ['tether', 'device', 'rm', 'tr'],
+        ['tether', 'diag', 'cam'],
+        ['tether', 'session', 'list', '--device', 'cam-'],
+        ['tether', 'shell', 'cam-1', 'x'],
+        ['tether', 'device', 'add', 'c'],
+      ];
+      const res = await runAsync('bash', ['-c', bashProgram(scripts.bash, lines)], env);
+      expect(res.stderr).toBe('');
+      const [shell, rm, cam, list, after, add] = replies(res.stdout, lines.length);
+      expect(shell!.sort()).toEqual(['cam-1', 'cam-2', 'truck-7']);
+      expect(rm).toEqual(['truck-7']);
+      expect(cam!.sort()).toEqual(['cam-1', 'cam-2']);
+      expect(list!.sort()).toEqual(['cam-1', 'cam-2']);
+      // Only the first argument is a device; `device add` names a new one.
+      expect(after).not.toContain('cam-1');
+      expect(add).not.toContain('cam-1');
+      const inFish = await runAsync(fish, ['-c', `source '${scripts.fish}'; complete -C 'tether shell '`], env);
+      expect(inFish.stderr).toBe('');
+      expect(inFish.stdout.split('\n').filter(Boolean).sort()).toEqual(['cam-1', 'cam-2', 'truck-7']);
+      // Without a server, nothing is offered and nothing is printed into the line.
+      const offline = await runAsync('bash', ['-c', bashProgram(scripts.bash, [['tether', 'shell', '']])], { ...env, TETHER_SERVER: 'http://127.0.0.1:9' });
+      expect(offline).toMatchObject({ code: 0, stdout: '\n', stderr: '' });
+    } finally {
+      await stack.stop();
+    }
   });
 });

@@ -4,7 +4,10 @@
  * `--opt=value` into three words).
  */
 import type { Command } from 'commander';
-import { namesOf, sq, valueOptions, type CommandSpec } from './spec';
+import { deviceCommands, namesOf, sq, valueOptions, type CommandSpec } from './spec';
+
+/** `case` arms that return 0 for each of `paths` (nothing when there are none). */
+const deviceCase = (paths: string[]) => (paths.length === 0 ? '' : `  case "$1" in\n    ${paths.map(sq).join('|')}) return 0 ;;\n  esac`);
 
 /** The bash script for `program`, whose commands are `all` (`flatten(specOf(program))`). */
 export function bash(program: Command, all: CommandSpec[]): string {
@@ -35,8 +38,17 @@ ${cases(valueOptions(all))}
   esac
 }
 
+# Commands whose first argument is a device, and the server's device ids (quietly none offline).
+${fn}_device_command() {
+${deviceCase(deviceCommands(all))}
+  return 1
+}
+${fn}_devices() {
+  REPLY=$(command ${program.name()} __complete-devices 2>/dev/null)
+}
+
 ${fn}() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" path='' word expect='' i REPLY
+  local cur="\${COMP_WORDS[COMP_CWORD]}" path='' word expect='' i REPLY positional=0
   COMPREPLY=()
   # bash splits --opt=value at '=' into three words.
   [[ $cur == '=' ]] && cur=''
@@ -53,7 +65,7 @@ ${fn}() {
         ;;
       *)
         ${fn}_commands "$path"
-        [[ " $REPLY " == *" $word "* ]] && path="\${path:+$path }$word"
+        if [[ " $REPLY " == *" $word "* ]]; then path="\${path:+$path }$word"; else positional=$((positional + 1)); fi
         ;;
     esac
   done
@@ -62,6 +74,7 @@ ${fn}() {
     case "$REPLY" in
       @files) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
       @dirs) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
+      @devices) ${fn}_devices; COMPREPLY=($(compgen -W "$REPLY" -- "$cur")) ;;
       @any) ;;
       *) COMPREPLY=($(compgen -W "$REPLY" -- "$cur")) ;;
     esac
@@ -74,6 +87,9 @@ ${fn}() {
   fi
   ${fn}_commands "$path"
   if [[ -n $REPLY ]]; then
+    COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
+  elif ((positional == 0)) && ${fn}_device_command "$path"; then
+    ${fn}_devices
     COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
   else
     compopt -o filenames 2>/dev/null

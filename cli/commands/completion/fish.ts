@@ -16,10 +16,23 @@ export function fish(program: Command, all: CommandSpec[]): string {
       lines.push(`complete -c ${name} ${at} -f`);
       for (const s of c.subcommands) lines.push(`complete -c ${name} ${at} -a ${fishQ(s.path.at(-1)!)} -d ${fishQ(firstLine(s.description))}`);
     }
+    if (c.deviceArgument) {
+      lines.push(
+        `complete -c ${name} -n ${fishQ(`${fn}_wants_device ${sq(c.path.join(' '))}`)} -f -a ${fishQ(`(command ${name} __complete-devices 2>/dev/null)`)}`,
+      );
+    }
     for (const o of c.options) {
       const names = [o.short ? `-s ${o.short.slice(1)}` : '', o.long ? `-l ${o.long.slice(2)}` : ''].filter(Boolean).join(' ');
       const value =
-        o.value === 'none' ? '' : o.value === 'files' || o.value === 'dirs' ? ' -r -F' : o.value === 'any' ? ' -x' : ` -x -a ${fishQ(o.value.join(' '))}`;
+        o.value === 'none'
+          ? ''
+          : o.value === 'files' || o.value === 'dirs'
+            ? ' -r -F'
+            : o.value === 'any'
+              ? ' -x'
+              : o.value === 'devices'
+                ? ` -x -a ${fishQ(`(command ${name} __complete-devices 2>/dev/null)`)}`
+                : ` -x -a ${fishQ(o.value.join(' '))}`;
       lines.push(`complete -c ${name} ${at} ${names}${value} -d ${fishQ(firstLine(o.description))}`);
     }
   }
@@ -39,6 +52,7 @@ function ${fn}_path
     set -e words[1]
     set -l path ''
     set -l expect 0
+    set -g ${fn}_positional 0
     for word in $words
         if test $expect = 1
             set expect 0
@@ -49,7 +63,11 @@ function ${fn}_path
             case '-*'
                 contains -- "$path|$word" $${fn}_value_options; and set expect 1
             case '*'
-                contains -- "$path|$word" $${fn}_subcommands; and set path (string trim -- "$path $word")
+                if contains -- "$path|$word" $${fn}_subcommands
+                    set path (string trim -- "$path $word")
+                else
+                    set -g ${fn}_positional (math $${fn}_positional + 1)
+                end
         end
     end
     echo $path
@@ -57,6 +75,11 @@ end
 
 function ${fn}_at
     test (${fn}_path) = "$argv[1]"
+end
+
+# At a command whose first argument is a device, before that argument.
+function ${fn}_wants_device
+    test (${fn}_path) = "$argv[1]"; and test $${fn}_positional = 0
 end
 
 ${lines.join('\n')}

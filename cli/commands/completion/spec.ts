@@ -5,8 +5,11 @@
  */
 import type { Command, Option } from 'commander';
 
-/** What an option's value completes to: nothing (a flag), files, directories, anything, or its choices. */
-export type ValueKind = 'none' | 'files' | 'dirs' | 'any' | readonly string[];
+/**
+ * What an option's value completes to: nothing (a flag), files, directories, the server's device
+ * ids (`tether __complete-devices`), anything, or its choices.
+ */
+export type ValueKind = 'none' | 'files' | 'dirs' | 'devices' | 'any' | readonly string[];
 
 export interface OptionSpec {
   short?: string;
@@ -21,11 +24,17 @@ export interface CommandSpec {
   description: string;
   subcommands: CommandSpec[];
   options: OptionSpec[];
+  /** Its first argument names an existing device (`shell <device>`, `device rm <device-id>`). */
+  deviceArgument: boolean;
 }
+
+/** Commands whose `<device-id>` is a new id, not one to complete. */
+const NEW_DEVICE = new Set(['device add']);
 
 function valueKind(o: Option): ValueKind {
   if (!o.required && !o.optional) return 'none';
   if (o.argChoices) return o.argChoices;
+  if (o.long === '--device') return 'devices';
   const placeholder = /[<[](.*?)[>\]]/.exec(o.flags)?.[1] ?? '';
   if (/dir/i.test(placeholder)) return 'dirs';
   return /file/i.test(placeholder) ? 'files' : 'any';
@@ -38,6 +47,7 @@ export function specOf(cmd: Command, path: string[] = []): CommandSpec {
     path,
     description: cmd.description(),
     subcommands: help.visibleCommands(cmd).map((sub) => specOf(sub, [...path, sub.name()])),
+    deviceArgument: /^devices?(-id)?$/.test(cmd.registeredArguments[0]?.name() ?? '') && !NEW_DEVICE.has(path.join(' ')),
     options: help.visibleOptions(cmd).map((o) => ({
       ...(o.short ? { short: o.short } : {}),
       ...(o.long ? { long: o.long } : {}),
@@ -59,6 +69,9 @@ export const firstLine = (s: string) => s.split('\n')[0]!;
 export const namesOf = (o: OptionSpec) => [o.short, o.long].filter((n): n is string => n !== undefined);
 /** How an option's value is completed, as the scripts' tables write it. */
 const valueWord = (v: ValueKind) => (typeof v === 'string' ? `@${v}` : v.join(' '));
+
+/** The paths (`shell`, `device rm`) of the commands whose first argument is a device. */
+export const deviceCommands = (all: CommandSpec[]) => all.filter((c) => c.deviceArgument).map((c) => c.path.join(' '));
 
 /** The `path|option` keys of every option that takes a value, with how its value completes. */
 export function valueOptions(all: CommandSpec[]): Array<[string, string]> {

@@ -3,7 +3,7 @@
  * `_describe`, and a completer that also completes the value of `--opt=value`.
  */
 import type { Command } from 'commander';
-import { firstLine, namesOf, sq, valueOptions, type CommandSpec } from './spec';
+import { deviceCommands, firstLine, namesOf, sq, valueOptions, type CommandSpec } from './spec';
 
 /** The zsh script for `program`, whose commands are `all` (`flatten(specOf(program))`). */
 export function zsh(program: Command, all: CommandSpec[]): string {
@@ -42,9 +42,17 @@ ${valueOptions(all)
   esac
 }
 
+# The server's device ids (quietly none when it cannot be reached).
+${fn}_devices() {
+  local -a ids
+  ids=(\${(f)"$(command ${program.name()} __complete-devices 2>/dev/null)"})
+  compadd -- $ids
+}
+
 ${fn}_complete_value() {
   case "$REPLY" in
     (@files) _files ;;
+    (@devices) ${fn}_devices ;;
     (@dirs) _files -/ ;;
     (@any) _message -e values 'a value' ;;
     (*) compadd -- \${=REPLY} ;;
@@ -52,8 +60,9 @@ ${fn}_complete_value() {
 }
 
 ${fn}() {
-  local path='' word expect='' i REPLY
-  local -a reply names
+  local path='' word expect='' i REPLY positional=0
+  local -a reply names devicecommands
+  devicecommands=(${deviceCommands(all).map(sq).join(' ')})
   for (( i = 2; i < CURRENT; i++ )); do
     word=\${words[i]}
     if [[ -n $expect ]]; then
@@ -69,7 +78,7 @@ ${fn}() {
       (*)
         ${fn}_commands "$path"
         names=(\${reply%%:*})
-        (( \${names[(Ie)$word]} )) && path=\${path:+$path }$word
+        if (( \${names[(Ie)$word]} )); then path=\${path:+$path }$word; else (( positional++ )); fi
         ;;
     esac
   done
@@ -92,6 +101,8 @@ ${fn}() {
   ${fn}_commands "$path"
   if (( \${#reply} )); then
     _describe -t commands command reply
+  elif (( positional == 0 && \${devicecommands[(Ie)$path]} )); then
+    ${fn}_devices
   else
     _files
   fi

@@ -1,6 +1,6 @@
 /**
  * Global setup: the system programs the end-to-end tests use (nats-server, Chromium, Docker
- * Engine, HAProxy, the Docker registry, a static busybox for the test images, PostgreSQL), installed from
+ * Engine, HAProxy, the Docker registry, a static busybox for the test images, PostgreSQL, OpenSSH), installed from
  * Debian's packages in one apt-get run before any test file starts, when the tests run as root
  * (as CI does). Test files that each installed their own at the same time fought over dpkg's lock.
  * Not root, or no apt-get: nothing happens here, and a test that needs a missing program says in
@@ -19,6 +19,9 @@ const PACKAGES: Record<string, string[]> = {
   'busybox-static': ['/usr/share/doc/busybox-static'],
   iproute2: ['/usr/sbin/ip', '/sbin/ip', '/usr/bin/ip', '/bin/ip'],
   // PostgreSQL's server programs: the `postgres` project and the tests of peers (bench/postgres.ts).
+  // OpenSSH through `tether forward --stdio`: a real sshd on the device's side, ssh and scp.
+  'openssh-server': ['/usr/sbin/sshd'],
+  'openssh-client': ['/usr/bin/scp'],
   postgresql: ['18', '17', '16', '15', '14', '13'].map((v) => `/usr/lib/postgresql/${v}/bin/postgres`),
 };
 

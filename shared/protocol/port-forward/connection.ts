@@ -187,7 +187,11 @@ export class ForwardConnection {
   cut(): void {
     const socket = this.socket;
     if (socket.destroyed) return;
-    if (socket.readyState === 'open' || socket.readyState === 'readOnly' || socket.readyState === 'writeOnly') socket.resetAndDestroy();
-    else socket.destroy();
+    if (socket.readyState !== 'open' && socket.readyState !== 'readOnly' && socket.readyState !== 'writeOnly') return void socket.destroy();
+    try {
+      socket.resetAndDestroy();
+    } catch {
+      socket.destroy(); // a Unix socket (the `forward --stdio` master's) has no reset to send
+    }
   }
 }

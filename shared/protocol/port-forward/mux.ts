@@ -205,6 +205,8 @@ function inboundOf(
       c.state = 'open';
       options.onOpened?.(c.id, c.target);
       c.resumeIfFree();
+      // A socket with nothing to send may have ended while the device connected: its end goes now.
+      c.sendEndIfDue();
     },
     drop,
     protocolError: (why) => options.onProtocolError(why),

@@ -1,6 +1,6 @@
 /**
  * @module The `file-transfer` protocol's handler: `list`, `stat`, `download` and `upload` (tar
- * streams), one transfer at a time per stream, everything confined to the files root, which every
+ * streams), `remove`, `mkdir` and `rename` (tree-ops.ts), one transfer at a time per stream, everything confined to the files root, which every
  * error about a path names (root-errors.ts). An upload's temporary files are journaled
  * (upload-journal.ts) so a killed agent removes them on restart.
  */
@@ -8,7 +8,15 @@ import { lstat, mkdir, realpath, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as z from 'zod/mini';
 import { resolveConfined } from '../../shared/files/confine';
-import type { DownloadDone, OpErrorBody, Request, Response } from '../../shared/protocol/session-stream';
+import {
+  mkdirParams,
+  removeParams,
+  renameParams,
+  type DownloadDone,
+  type OpErrorBody,
+  type Request,
+  type Response,
+} from '../../shared/protocol/session-stream';
 import { createExtraction, type Extraction } from '../../shared/files/tar-extract';
 import { packTree } from '../../shared/files/tar-pack';
 import type { Handler, HandlerFactory } from '../protocol-handler';
@@ -16,6 +24,7 @@ import { OpError } from '../../shared/protocol/op-error';
 import { paramsOf, parseRequest, toErrorBody } from '../requests';
 import { existing, listEntries, statEntry } from './entries';
 import { placeInFilesRoot } from './root-errors';
+import { makeDirectory, removeEntry, renameEntry } from './tree-ops';
 
 const pathParams = z.strictObject({ path: z.string().check(z.minLength(1), z.maxLength(4096)) });
 const listParams = z.strictObject({
@@ -139,8 +148,14 @@ export const startFileTransfer: HandlerFactory = (stream, ctx): Handler => {
           return await download(req);
         case 'upload':
           return await upload(req);
+        case 'remove':
+          return reply(req.id, await removeEntry(root, paramsOf(removeParams, req)));
+        case 'mkdir':
+          return reply(req.id, await makeDirectory(root, paramsOf(mkdirParams, req)));
+        case 'rename':
+          return reply(req.id, await renameEntry(root, paramsOf(renameParams, req)));
         default:
-          throw new OpError('unknown_op', `unknown op ${req.op}; known: list, stat, download, upload, end`);
+          throw new OpError('unknown_op', `unknown op ${req.op}; known: list, stat, download, upload, end, remove, mkdir, rename`);
       }
     } catch (err) {
       replyError(req.id, err);

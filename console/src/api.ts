@@ -8,7 +8,7 @@ import type { ErrorBody, SessionHolder } from '../../shared/api/errors';
 import { token } from './auth';
 
 /** The API's code, or the console's own when there is no answer (`unreachable`) or no error body in it (`unknown`). */
-export type ErrorCode = ErrorBody['error'] | 'unreachable' | 'unknown';
+export type ErrorCode = ErrorBody['error'] | 'unreachable' | 'unknown' | (string & {});
 
 export class ApiError extends Error {
   constructor(
@@ -22,12 +22,18 @@ export class ApiError extends Error {
   }
 }
 
+/** An error of the fleet interface, whose codes are its own (`GROUP_NOT_FOUND` …). */
+interface FleetErrorBody {
+  status: 'error';
+  error: { code: string; message: string };
+}
+
 /** Called when the token stops working (401): the console signs out. */
 let onUnauthorized: () => void = () => {};
 export const whenUnauthorized = (f: () => void) => void (onUnauthorized = f);
 
-async function send(method: string, path: string, body?: unknown, auth = true): Promise<Response> {
-  const headers: Record<string, string> = {};
+async function send(method: string, path: string, body?: unknown, auth = true, extra: Record<string, string> = {}): Promise<Response> {
+  const headers: Record<string, string> = { ...extra };
   const t = token();
   if (auth && t) headers.authorization = `Bearer ${t}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -42,10 +48,16 @@ async function send(method: string, path: string, body?: unknown, auth = true): 
   let message = `HTTP ${res.status}`;
   let holder: SessionHolder | undefined;
   try {
-    const err = (await res.json()) as Partial<ErrorBody>;
-    code = err.error ?? code;
-    message = err.message ?? message;
-    if (typeof err.holder?.opened_by === 'string' && typeof err.holder.opened_at === 'string') holder = err.holder;
+    const err = (await res.json()) as Partial<ErrorBody> | FleetErrorBody;
+    if (typeof err.error === 'object') {
+      // The fleet interface's own shape: {status: "error", error: {code, message}}.
+      code = err.error.code as ErrorCode;
+      message = err.error.message;
+    } else {
+      code = err.error ?? code;
+      message = err.message ?? message;
+    }
+    if ('holder' in err && typeof err.holder?.opened_by === 'string' && typeof err.holder.opened_at === 'string') holder = err.holder;
   } catch {
     // not the API's error body
   }
@@ -56,6 +68,12 @@ async function send(method: string, path: string, body?: unknown, auth = true): 
 /** The `data` of a JSON answer. */
 export async function api<T = unknown>(method: string, path: string, body?: unknown, auth = true): Promise<T> {
   const res = await send(method, path, body, auth);
+  return ((await res.json()) as { data: T }).data;
+}
+
+/** The `data` of a fleet answer: every fleet request names its tenant (`X-Tenant-ID`). */
+export async function apiFleet<T = unknown>(method: string, path: string, tenant: string, body?: unknown): Promise<T> {
+  const res = await send(method, path, body, true, { 'x-tenant-id': tenant });
   return ((await res.json()) as { data: T }).data;
 }
 

@@ -3,6 +3,8 @@
  * in a URL. A token the console obtained with a password is revoked when you sign out; a pasted
  * one (the bootstrap administrator's, say) is only forgotten.
  */
+import type { Me } from '../../shared/api/identity';
+
 const KEY = 'tether.token';
 const OWN = 'tether.token.obtained';
 
@@ -22,3 +24,9 @@ export function forget(): { token: string | null; obtainedHere: boolean } {
   sessionStorage.removeItem(OWN);
   return { token: t, obtainedHere };
 }
+
+let me: Me | undefined;
+
+/** Who is signed in (`GET /v1/me`), once the console has asked; pages show only what it may do. */
+export const currentUser = (): Me | undefined => me;
+export const setCurrentUser = (m: Me | undefined) => void (me = m);

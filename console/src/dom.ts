@@ -1,4 +1,5 @@
 /** @module Building the page: a small element factory and formatting helpers. */
+import { formatTime } from './format';
 
 type Child = Node | string | number | false | null | undefined;
 type Attrs = Record<string, string | number | boolean | ((e: Event) => void) | undefined | null>;
@@ -39,7 +40,7 @@ export function formatBytes(n: number): string {
   return u === 0 ? `${v} B` : `${v.toFixed(v >= 100 ? 0 : 1)} ${UNITS[u]}`;
 }
 
-/** "3 min ago", "just now", or the date for old ones. */
+/** "3 min ago", "just now", or the date (the console's one format) for old ones. */
 export function timeAgo(iso: string | null | undefined): string {
   if (!iso) return 'never';
   const s = Math.round((Date.now() - Date.parse(iso)) / 1000);
@@ -47,7 +48,7 @@ export function timeAgo(iso: string | null | undefined): string {
   if (s < 60) return `${s} s ago`;
   if (s < 3600) return `${Math.floor(s / 60)} min ago`;
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
-  return new Date(iso).toLocaleString();
+  return formatTime(iso);
 }
 
 /** A message that says what went wrong, in a live region. */
@@ -61,4 +62,39 @@ export function table<T>(rows: T[], columns: Record<string, (row: T) => Child>, 
   const head = h('tr', {}, ...Object.keys(columns).map((c) => h('th', { scope: 'col' }, c)));
   const body = rows.map((r) => h('tr', {}, ...Object.values(columns).map((cell) => h('td', {}, cell(r)))));
   return h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, head), h('tbody', {}, ...body)));
+}
+
+/** A button that copies `text` to the clipboard and says so. */
+export function copyButton(text: string, label = 'Copy'): HTMLButtonElement {
+  const button = h('button', { type: 'button' }, label);
+  button.addEventListener('click', () => {
+    // The clipboard needs a secure context (https or loopback); elsewhere the text stays selectable.
+    void navigator.clipboard?.writeText(text).then(
+      () => replace(button, 'Copied'),
+      () => replace(button, 'Select and copy it'),
+    );
+  });
+  return button;
+}
+
+/**
+ * Asks in the page (not a modal dialog, so the question sits beside what it concerns):
+ * resolves true on `action`, false on Cancel. The question is removed once answered.
+ */
+export function confirmInline(where: HTMLElement, question: string, action: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const answer = (yes: boolean) => {
+      box.remove();
+      resolve(yes);
+    };
+    const yes = h('button', { type: 'button', class: 'danger', 'data-confirm': 'yes', onclick: () => answer(true) }, action);
+    const box = h(
+      'div',
+      { class: 'card confirm', role: 'alertdialog', 'aria-label': question },
+      h('p', {}, question),
+      h('div', { class: 'actions' }, yes, h('button', { type: 'button', 'data-confirm': 'no', onclick: () => answer(false) }, 'Cancel')),
+    );
+    where.replaceChildren(box);
+    yes.focus();
+  });
 }

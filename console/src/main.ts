@@ -1,15 +1,16 @@
 /**
  * @module The tether web console: a single page, routed by the URL's hash (`#/devices`,
  * `#/devices/ID`, `#/terminal/ID`, `#/files/ID`, `#/services`, `#/services/ENV/NAME`,
- * `#/sessions`, `#/sessions/ID/play`, `#/audit`).
+ * `#/sessions`, `#/sessions/ID/play`, `#/audit`, `#/users`, `#/tokens`, `#/fleet`).
  * Each page renders into `#app` and returns what ends it (a stream, a session, a subscription)
- * when you leave it.
+ * when you leave it. The navigation and the routes offer only what the signed-in user's role may
+ * use (the server refuses the rest anyway).
  */
 import '@xterm/xterm/css/xterm.css';
 import './styles.css';
-import type { Me } from '../../shared/api/identity';
+import type { Me, Role } from '../../shared/api/identity';
 import { api, ApiError, whenUnauthorized } from './api';
-import { forget, token } from './auth';
+import { currentUser, forget, setCurrentUser, token } from './auth';
 import type { Cleanup, Page } from './page';
 import { append, h, replace } from './dom';
 import { startLive, stopLive } from './events';
@@ -17,47 +18,72 @@ import { auditPage } from './pages/audit';
 import { devicePage } from './pages/device';
 import { devicesPage } from './pages/devices';
 import { filesPage } from './pages/files';
+import { fleetPage } from './pages/fleet';
 import { loginPage } from './pages/login';
 import { playerPage } from './pages/player';
 import { servicePage } from './pages/service';
 import { servicesPage } from './pages/services';
 import { sessionsPage } from './pages/sessions';
 import { terminalPage } from './pages/terminal';
+import { tokensPage } from './pages/tokens';
+import { usersPage } from './pages/users';
+import { hasRole, PROTOCOL_MIN_ROLE } from './roles';
 
-const ROUTES: Array<[RegExp, Page]> = [
-  [/^\/devices$/, devicesPage],
-  [/^\/devices\/([^/]+)$/, devicePage],
-  [/^\/terminal\/([^/]+)$/, terminalPage],
-  [/^\/files\/([^/]+)$/, filesPage],
-  [/^\/services$/, servicesPage],
-  [/^\/services\/([^/]+)\/([^/]+)$/, servicePage],
-  [/^\/sessions$/, sessionsPage],
-  [/^\/sessions\/([^/]+)\/play$/, playerPage],
-  [/^\/audit$/, auditPage],
+/** A route: its path, its page, and the lowest role that may use it (`null`: any signed-in user). */
+type Route = [RegExp, Page, Role | null];
+const ROUTES: Route[] = [
+  [/^\/devices$/, devicesPage, 'developer'],
+  [/^\/devices\/([^/]+)$/, devicePage, 'developer'],
+  [/^\/terminal\/([^/]+)$/, terminalPage, PROTOCOL_MIN_ROLE.shell],
+  [/^\/files\/([^/]+)$/, filesPage, PROTOCOL_MIN_ROLE['file-transfer']],
+  [/^\/services$/, servicesPage, 'developer'],
+  [/^\/services\/([^/]+)\/([^/]+)$/, servicePage, 'developer'],
+  [/^\/sessions$/, sessionsPage, 'developer'],
+  [/^\/sessions\/([^/]+)\/play$/, playerPage, 'developer'],
+  [/^\/audit$/, auditPage, 'developer'],
+  [/^\/users$/, usersPage, 'administrator'],
+  [/^\/tokens$/, tokensPage, null],
+  [/^\/fleet$/, fleetPage, null],
 ];
+
+/** The navigation's sections, each shown to the roles that may use it. */
+const SECTIONS: Array<[href: string, label: string, minimum: Role | null]> = [
+  ['#/devices', 'Devices', 'developer'],
+  ['#/services', 'Services', 'developer'],
+  ['#/sessions', 'Sessions', 'developer'],
+  ['#/audit', 'Audit', 'developer'],
+  ['#/fleet', 'Fleet', null],
+  ['#/users', 'Users', 'administrator'],
+  ['#/tokens', 'Tokens', null],
+];
+
+const mayUse = (me: Me | undefined, minimum: Role | null) => !!me && (minimum === null || hasRole(me, minimum));
 
 const app = document.getElementById('app')!;
 const nav = document.getElementById('nav')!;
 const who = document.getElementById('who')!;
-let me: Me | undefined;
 let cleanup: Cleanup | undefined;
 
-export const currentUser = (): Me | undefined => me;
-
 async function signOut(): Promise<void> {
+  const me = currentUser();
   const { token: t, obtainedHere } = forget();
   // A token this console obtained is revoked; a pasted one is only forgotten here.
   if (t && obtainedHere && me) {
     await fetch(`/v1/tokens/${encodeURIComponent(me.token_id)}`, { method: 'DELETE', headers: { authorization: `Bearer ${t}` } }).catch(() => {});
   }
-  me = undefined;
+  setCurrentUser(undefined);
   stopLive();
   location.hash = '#/login';
   void route();
 }
 
+/** The first section the user may use: where the console starts and where it sends the lost. */
+const home = () => SECTIONS.find(([, , minimum]) => mayUse(currentUser(), minimum))?.[0] ?? '#/tokens';
+
 function showUser(): void {
+  const me = currentUser();
   nav.hidden = !me;
+  replace(nav, ...SECTIONS.filter(([, , minimum]) => mayUse(me, minimum)).map(([href, label]) => h('a', { href }, label)));
   if (!me) return replace(who);
   replace(
     who,
@@ -70,31 +96,34 @@ function showUser(): void {
 async function route(): Promise<void> {
   cleanup?.();
   cleanup = undefined;
-  const [path = '/devices', search = ''] = location.hash.replace(/^#/, '').split('?');
+  const [path = '', search = ''] = location.hash.replace(/^#/, '').split('?');
   if (!token()) {
-    me = undefined;
+    setCurrentUser(undefined);
     showUser();
     replace(app);
     loginPage(app, async () => {
       const problem = await whoAmI();
       if (problem) throw new Error(problem);
-      location.hash = '#/devices';
+      location.hash = home();
       void route();
     });
     return;
   }
-  if (!me) {
+  if (!currentUser()) {
     const problem = await whoAmI();
     if (problem) return void replace(app, h('p', { class: 'error', role: 'alert' }, problem));
   }
   for (const a of nav.querySelectorAll('a')) a.toggleAttribute('aria-current', path.startsWith(a.getAttribute('href')!.slice(1)));
-  const found = ROUTES.map(([re, page]) => [re.exec(path), page] as const).find(([m]) => m);
+  const found = ROUTES.map(([re, page, minimum]) => [re.exec(path), page, minimum] as const).find(([m]) => m);
   replace(app);
   if (!found) {
-    location.replace('#/devices');
+    location.replace(home());
     return;
   }
-  const [match, page] = found;
+  const [match, page, minimum] = found;
+  if (!mayUse(currentUser(), minimum)) {
+    return void append(app, h('p', { class: 'error', role: 'alert' }, `This page needs the role ${minimum} or higher.`));
+  }
   // Each page renders into a container of its own: a page still waiting for the server when the
   // user moves on renders, once it is answered, into a container no longer on the screen, and
   // its cleanup runs at once instead of replacing the current page's.
@@ -115,12 +144,13 @@ async function route(): Promise<void> {
 /** Who the token belongs to; the problem, in words, when it does not work. */
 async function whoAmI(): Promise<string | undefined> {
   try {
-    me = await api<Me>('GET', '/v1/me');
+    setCurrentUser(await api<Me>('GET', '/v1/me'));
     showUser();
-    startLive();
+    // Presence needs devices:read, which a role-less user lacks: listen only when it can be heard.
+    if (hasRole(currentUser(), 'developer')) startLive();
     return undefined;
   } catch (err) {
-    me = undefined;
+    setCurrentUser(undefined);
     if (err instanceof ApiError && err.status === 401) {
       forget();
       showUser();
@@ -132,9 +162,9 @@ async function whoAmI(): Promise<string | undefined> {
 }
 
 whenUnauthorized(() => {
-  if (!me) return; // a sign-in that failed says so itself
+  if (!currentUser()) return; // a sign-in that failed says so itself
   forget();
-  me = undefined;
+  setCurrentUser(undefined);
   stopLive();
   location.hash = '#/login';
 });

@@ -14,16 +14,19 @@ import {
   deviceFrame,
   frames,
   STREAM_CLOSE,
+  streamNotice,
   type DownloadDone,
   type Request,
   type Response,
   type ShellExit,
   type ShellFlow,
   type ShellResize,
+  type StreamNotice,
 } from '../../shared/protocol/session-stream';
 import { parseTextFrame } from '../../shared/protocol/text-frame';
 import { api, ApiError } from './api';
 import { h, replace, timeAgo } from './dom';
+import { formatTime } from './format';
 
 export interface StreamClose {
   code: number;
@@ -33,8 +36,8 @@ export interface StreamClose {
 /** Asks whether to close your own open session (`holder` says when it was opened); true: replace it. */
 export type AskReplace = (holder: SessionHolder) => Promise<boolean>;
 
-/** "3 min ago, at 10/10/2025, 12:00:00": when a session was opened, for people. */
-const since = (iso: string) => `${timeAgo(iso)}, at ${new Date(iso).toLocaleString()}`;
+/** "3 min ago, at 2025-10-10 12:00:00": when a session was opened, for people. */
+const since = (iso: string) => `${timeAgo(iso)}, at ${formatTime(iso)}`;
 
 /**
  * Opens a session. When the device's session of that protocol is open already: yours is closed
@@ -112,6 +115,7 @@ export class SessionStream {
   readonly closed: Promise<StreamClose>;
   #binary: ((data: Uint8Array) => void) | undefined;
   #exit: ((exit: ShellExit) => void) | undefined;
+  #notice: ((notice: StreamNotice) => void) | undefined;
   #waiting = new Map<number, (answer: Answer) => void>();
   #nextId = 1;
 
@@ -126,9 +130,14 @@ export class SessionStream {
     this.closed = new Promise((resolve) => this.ws.addEventListener('close', (e) => resolve({ code: e.code, reason: e.reason }), { once: true }));
     this.ws.addEventListener('message', (e: MessageEvent<ArrayBuffer | string>) => {
       if (typeof e.data !== 'string') return this.#binary?.(new Uint8Array(e.data));
-      // Only the frames a device sends (shared/protocol/session-stream.ts); anything else is dropped.
+      // Only the frames a device sends and the relay's notices (shared/protocol/session-stream.ts);
+      // anything else is dropped, so a newer server's frames cannot break an older console.
       const frame = parseTextFrame(deviceFrame, e.data);
-      if (!frame) return;
+      if (!frame) {
+        const notice = parseTextFrame(streamNotice, e.data);
+        if (notice) this.#notice?.(notice);
+        return;
+      }
       if ('id' in frame) this.#waiting.get(frame.id)?.(frame);
       else this.#exit?.(frame);
     });
@@ -141,6 +150,11 @@ export class SessionStream {
   /** The shell exited (its code). */
   onExit(f: (exit: ShellExit) => void): void {
     this.#exit = f;
+  }
+
+  /** The relay says something about the session (it expires soon). */
+  onNotice(f: (notice: StreamNotice) => void): void {
+    this.#notice = f;
   }
 
   sendJson(message: ShellResize | ShellFlow | Request): void {

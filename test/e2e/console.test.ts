@@ -9,14 +9,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { launchBrowser, signedInPage, terminalText } from '../helpers/browser';
 import { client } from '../helpers/http';
 import type { Proc } from '../helpers/processes';
 import { serviceSpec } from '../helpers/service-spec';
 import { startStack, tempDir, type Stack } from '../helpers/stack';
 import { connectStream } from '../helpers/stream';
-import { systemProgram } from '../helpers/system-program';
 import { waitFor } from '../helpers/wait';
 
 const ARTIFACTS = resolve(__dirname, '../../test-artifacts/console');
@@ -28,24 +28,12 @@ let agent: Proc;
 let filesRoot: string;
 
 beforeAll(async () => {
-  const executablePath = systemProgram(['/usr/bin/chromium', '/usr/bin/chromium-browser'], 'chromium', 'The web console tests');
   mkdirSync(ARTIFACTS, { recursive: true });
   stack = await startStack();
   await stack.admin.post('/v1/users', { username: 'ops-ann', role: 'administrator', password: PASSWORD });
   filesRoot = tempDir('tether-console-files-');
   ({ agent } = await stack.onlineDevice('console-dev', { TETHER_FILES_ROOT: filesRoot }));
-  browser = await chromium.launch({
-    executablePath,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-dev-shm-usage',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await launchBrowser();
 }, 600_000);
 
 afterAll(async () => {
@@ -53,33 +41,9 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** A fresh page (a cold cache, nothing stored), signed in with the password. */
-async function signedIn(viewport = { width: 1280, height: 800 }): Promise<Page> {
-  const page = await browser.newPage({ viewport, acceptDownloads: true });
-  page.on('pageerror', (err) => {
-    throw err;
-  });
-  await page.goto(`${stack.url}/`);
-  await page.fill('#username', 'ops-ann');
-  await page.fill('#password', PASSWORD);
-  await page.click('button[type=submit]');
-  await page.waitForSelector('#device-list table');
-  return page;
-}
-
-/** What the terminal shows, line by line (its buffer, as xterm.js keeps it). */
-const screen = (page: Page) =>
-  page.evaluate(() => {
-    const term = (
-      globalThis as unknown as {
-        tetherTerminal: { buffer: { active: { length: number; getLine(i: number): { translateToString(trim: boolean): string } | undefined } } };
-      }
-    ).tetherTerminal;
-    const b = term.buffer.active;
-    const lines: string[] = [];
-    for (let i = 0; i < b.length; i++) lines.push(b.getLine(i)?.translateToString(true) ?? '');
-    return lines.join('\n');
-  });
+/** A fresh page signed in as ops-ann, with the device list shown. */
+const signedIn = (viewport = { width: 1280, height: 800 }): Promise<Page> =>
+  signedInPage(browser, stack.url, { username: 'ops-ann', password: PASSWORD }, { viewport, acceptDownloads: true, ready: '#device-list table' });
 
 const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
 
@@ -153,16 +117,16 @@ describe('the console, signed in', () => {
     const page = await signedIn();
     await page.goto(`${stack.url}/#/terminal/console-dev`);
     await page.waitForFunction(() => (globalThis as unknown as { tetherTerminal?: unknown }).tetherTerminal);
-    await expect.poll(() => screen(page)).toMatch(/[$#] $/m); // a prompt
+    await expect.poll(() => terminalText(page)).toMatch(/[$#] $/m); // a prompt
     await page.keyboard.type('echo hello-$((6*7))\n');
-    await expect.poll(() => screen(page)).toMatch(/^hello-42$/m);
+    await expect.poll(() => terminalText(page)).toMatch(/^hello-42$/m);
     await shot(page, 'terminal');
 
     let asked = 0;
     const size = async () => {
       const tag = `sz${++asked}`;
       await page.keyboard.type(`echo "${tag} $(stty size)"\n`);
-      const match = await waitFor(async () => new RegExp(`^${tag} (\\d+) (\\d+)$`, 'm').exec(await screen(page)), 'stty size');
+      const match = await waitFor(async () => new RegExp(`^${tag} (\\d+) (\\d+)$`, 'm').exec(await terminalText(page)), 'stty size');
       return { rows: Number(match[1]), cols: Number(match[2]) };
     };
     const before = await size();
@@ -179,11 +143,11 @@ describe('the console, signed in', () => {
     expect(after.cols).toBeLessThan(before.cols);
 
     await page.keyboard.type('yes\n');
-    await expect.poll(() => screen(page)).toMatch(/^y$/m);
+    await expect.poll(() => terminalText(page)).toMatch(/^y$/m);
     const t0 = Date.now();
     await page.keyboard.press('Control+C');
     await page.keyboard.type('echo back-$((40+2))\n');
-    await expect.poll(() => screen(page), { timeout: 2000 }).toMatch(/^back-42$/m);
+    await expect.poll(() => terminalText(page), { timeout: 2000 }).toMatch(/^back-42$/m);
     expect(Date.now() - t0).toBeLessThan(2000);
 
     await page.keyboard.type('exit 3\n');

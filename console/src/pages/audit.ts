@@ -2,6 +2,7 @@
 import type { AuditEvent, AuditEventName } from '../../../shared/api/sessions';
 import { apiList } from '../api';
 import { errorBox, h, replace, table } from '../dom';
+import { timeElement } from '../format';
 
 /** Every event the audit holds, in the order the filter offers them (a type check keeps it whole). */
 const EVENTS = Object.keys({
@@ -9,6 +10,7 @@ const EVENTS = Object.keys({
   'session.closed': true,
   'session.expired': true,
   'session.joined': true,
+  'session.extended': true,
   'recording.viewed': true,
 } satisfies Record<AuditEventName, true>);
 
@@ -37,7 +39,7 @@ export async function auditPage(root: HTMLElement): Promise<void> {
         table(
           data,
           {
-            When: (e) => new Date(e.at).toLocaleString(),
+            When: (e) => timeElement(e.at),
             Event: (e) => e.event,
             Session: (e) => h('code', {}, e.session_id),
             Device: (e) => e.device_id,

@@ -1,39 +1,46 @@
 /**
  * @module One device: its diagnostics summary (system, load, memory, disks, interfaces, top
  * processes, a log's tail) through a diagnostics session that closes when you leave, and the
- * ways in: a shell, its files, and the command line of a port forward.
+ * ways in that the user's role may use: a shell, its files, and the command line of a port
+ * forward; for administrators, a new agent token and removal.
  */
 import type { Device } from '../../../shared/api/devices';
 import type { DiskUsage, LogTail, NetworkInterfaces, ProcessList, SystemInfo, SystemMetrics } from '../../../shared/protocol/diagnostics';
 import { api } from '../api';
-import { errorBox, formatBytes, h, replace, table, timeAgo } from '../dom';
+import { currentUser } from '../auth';
+import { errorBox, formatBytes, h, replace, table } from '../dom';
 import { onLive } from '../events';
+import { timeElement } from '../format';
 import type { Cleanup } from '../page';
+import { isAdmin, mayOpen } from '../roles';
 import { askInPage, openSession, SessionStream } from '../session-stream';
+import { deviceAdmin } from './device/admin';
 
 export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cleanup> {
   const device = await api<Device>('GET', `/v1/devices/${encodeURIComponent(id!)}`);
   const status = h('span', { class: `status ${device.agent_status}`, id: 'device-status-badge' }, device.agent_status);
-  const seen = h('span', { class: 'muted' }, `last seen ${timeAgo(device.last_seen_at)}`);
+  const seen = h('span', { class: 'muted' }, 'last seen ', timeElement(device.last_seen_at));
+  const me = currentUser();
   const summary = h('section', { id: 'diagnostics', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Reading diagnostics…'));
   const forwardLine = `tether forward ${device.device_id} 8080:127.0.0.1:80`;
   const forwardBox = h('code', { id: 'forward-command' }, forwardLine);
   const actions = h(
     'div',
     { class: 'actions' },
-    h('a', { class: 'button', href: `#/terminal/${encodeURIComponent(device.device_id)}`, id: 'open-shell' }, 'Open a shell'),
-    h('a', { class: 'button', href: `#/files/${encodeURIComponent(device.device_id)}`, id: 'open-files' }, 'Files'),
-    h(
-      'button',
-      {
-        type: 'button',
-        id: 'show-forward',
-        onclick: () => {
-          forward.hidden = !forward.hidden;
+    mayOpen(me, 'shell') && h('a', { class: 'button', href: `#/terminal/${encodeURIComponent(device.device_id)}`, id: 'open-shell' }, 'Open a shell'),
+    mayOpen(me, 'file-transfer') && h('a', { class: 'button', href: `#/files/${encodeURIComponent(device.device_id)}`, id: 'open-files' }, 'Files'),
+    mayOpen(me, 'port-forward') &&
+      h(
+        'button',
+        {
+          type: 'button',
+          id: 'show-forward',
+          onclick: () => {
+            forward.hidden = !forward.hidden;
+          },
         },
-      },
-      'Port forward…',
-    ),
+        'Port forward…',
+      ),
   );
   const forward = h(
     'div',
@@ -53,6 +60,7 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
     h('p', {}, seen, device.agent_version ? ` · agent ${device.agent_version}` : ''),
     actions,
     forward,
+    isAdmin(me) && deviceAdmin(device.device_id),
     summary,
   );
 
@@ -61,7 +69,7 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
     const state = e.event === 'agent.online' ? 'online' : 'offline';
     status.className = `status ${state}`;
     replace(status, state);
-    replace(seen, `last seen ${timeAgo(e.data.at)}`);
+    replace(seen, 'last seen ', timeElement(e.data.at));
   });
   let stream: SessionStream | undefined;
   let sessionId: string | undefined;

@@ -1,9 +1,13 @@
-/** @module Devices: search and filter, presence updated live, last seen. */
+/** @module Devices: search and filter, presence updated live, last seen; administrators register devices here. */
 import type { Device } from '../../../shared/api/devices';
 import { api } from '../api';
-import { h, replace, table, timeAgo } from '../dom';
+import { currentUser } from '../auth';
+import { h, replace, table } from '../dom';
 import { onLive } from '../events';
+import { timeElement } from '../format';
 import type { Cleanup } from '../page';
+import { isAdmin } from '../roles';
+import { registerForm } from './devices/register';
 
 export async function devicesPage(root: HTMLElement): Promise<Cleanup> {
   const devices = new Map<string, Device>();
@@ -38,7 +42,7 @@ export async function devicesPage(root: HTMLElement): Promise<Cleanup> {
         {
           Device: (d) => h('a', { href: `#/devices/${encodeURIComponent(d.device_id)}` }, d.device_id),
           Agent: (d) => h('span', { class: `status ${d.agent_status}`, 'data-device': d.device_id }, d.agent_status),
-          'Last seen': (d) => timeAgo(d.last_seen_at),
+          'Last seen': (d) => timeElement(d.last_seen_at),
           Labels: (d) =>
             Object.entries(d.labels)
               .map(([k, v]) => `${k}=${v}`)
@@ -51,7 +55,16 @@ export async function devicesPage(root: HTMLElement): Promise<Cleanup> {
   }
   search.addEventListener('input', render);
   status.addEventListener('change', render);
-  replace(root, h('h1', {}, 'Devices'), h('div', { class: 'filters' }, search, status), count, list);
+  /** A device registered here, or one that came online unseen: read it and show it. */
+  const learn = (id: string) =>
+    void api<Device>('GET', `/v1/devices/${encodeURIComponent(id)}`).then(
+      (d) => {
+        devices.set(d.device_id, d);
+        render();
+      },
+      () => {}, // removed meanwhile: nothing to show
+    );
+  replace(root, h('h1', {}, 'Devices'), isAdmin(currentUser()) && registerForm(learn), h('div', { class: 'filters' }, search, status), count, list);
   render();
 
   const stop = onLive((e) => {
@@ -63,16 +76,7 @@ export async function devicesPage(root: HTMLElement): Promise<Cleanup> {
       known.agent_status = e.event === 'agent.online' ? 'online' : 'offline';
       known.last_seen_at = e.data.at;
       render();
-    } else {
-      void api<Device>('GET', `/v1/devices/${encodeURIComponent(id)}`).then((d) => {
-        devices.set(d.device_id, d);
-        render();
-      });
-    }
+    } else learn(id);
   });
-  const tick = setInterval(render, 30_000); // "last seen" ages
-  return () => {
-    stop();
-    clearInterval(tick);
-  };
+  return stop;
 }

@@ -5,7 +5,8 @@
  */
 import type { CanaryState, Environment, Revision, ServiceDetail } from '../../../shared/api/services';
 import { api, apiList } from '../api';
-import { append, errorBox, h, replace, table, timeAgo } from '../dom';
+import { append, errorBox, h, replace, table } from '../dom';
+import { timeElement } from '../format';
 import type { Cleanup } from '../page';
 import { canaryControls } from './service/canary';
 import { ENVIRONMENTS, statusBadge } from './services';
@@ -31,7 +32,7 @@ function facts(s: ServiceDetail): HTMLElement {
     ['Image', h('code', {}, s.image)],
     ['Sync', s.gitops_sync_status],
     ['Runtime', s.runtime],
-    ['Last deployed', timeAgo(s.last_deployed_at)],
+    ['Last deployed', timeElement(s.last_deployed_at)],
   );
   return h('dl', { class: 'facts' }, ...rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 }
@@ -88,7 +89,7 @@ export async function servicePage(root: HTMLElement, [env, name]: string[]): Pro
             // Ready replicas of each revision, when the runtime reports them (not the simulated one).
             ...(s.replicas.by_revision && { Ready: (r: Revision) => s.replicas.by_revision?.[r.revision] ?? 0 }),
             Image: (r) => h('code', {}, r.image),
-            Deployed: (r) => timeAgo(r.deployed_at),
+            Deployed: (r) => timeElement(r.deployed_at),
             By: (r) => r.deployed_by,
           },
           'No revisions.',

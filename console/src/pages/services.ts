@@ -1,10 +1,12 @@
 /**
- * @module Services, per environment: each with its status, revision (and canary), ready replicas
- * and the endpoint it is reached at, refreshed while the page is open (rollouts move on their own).
+ * @module Services, per environment: each with its status, revision, canary (its revision, weight
+ * and state), ready replicas and the endpoint it is reached at, refreshed while the page is open
+ * (rollouts move on their own).
  */
 import type { Environment, Service } from '../../../shared/api/services';
 import { api } from '../api';
-import { errorBox, h, replace, table, timeAgo } from '../dom';
+import { errorBox, h, replace, table } from '../dom';
+import { timeElement } from '../format';
 import type { Cleanup } from '../page';
 
 /** The environments, in the order the page shows them. */
@@ -18,6 +20,22 @@ export const serviceHref = (env: Environment, name: string) => `#/services/${env
 
 /** A service's status as a badge, named for tests and screen readers alike. */
 export const statusBadge = (s: Pick<Service, 'name' | 'status'>) => h('span', { class: `status ${s.status}`, 'data-service': s.name }, s.status);
+
+/**
+ * Where a service's canary stands, from its record: rolling out while its replicas come up, ready
+ * (to promote) once they are, failed with the rollout; a dash without one.
+ */
+export function canaryState(s: Pick<Service, 'status' | 'canary' | 'replicas'>): string {
+  if (!s.canary) return 'none';
+  if (s.status === 'failed') return 'failed';
+  if (s.canary.weight === 0) return 'halted';
+  return s.status === 'deploying' ? `rolling out (${s.replicas.ready}/${s.replicas.desired} ready)` : 'ready';
+}
+
+function canaryCell(s: Service): HTMLElement {
+  if (!s.canary) return h('span', { class: 'muted', 'data-canary': s.name }, '—');
+  return h('span', { 'data-canary': s.name }, `${s.canary.weight} % · ${canaryState(s)}`);
+}
 
 /** Every service of an environment (at most 200 a page). */
 async function servicesOf(env: Environment): Promise<Service[]> {
@@ -49,7 +67,8 @@ export function servicesPage(root: HTMLElement): Cleanup {
             Revision: (s) => (s.canary ? `${s.current_revision}, canary ${s.canary.revision} at ${s.canary.weight} %` : s.current_revision),
             Ready: (s) => `${s.replicas.ready}/${s.replicas.desired}`,
             Endpoint: (s) => (s.endpoint ? h('code', {}, s.endpoint) : h('span', { class: 'muted', title: `the ${s.runtime} runtime runs no ingress` }, '—')),
-            Deployed: (s) => timeAgo(s.last_deployed_at),
+            Canary: (s) => canaryCell(s),
+            Deployed: (s) => timeElement(s.last_deployed_at),
           },
           `No services in ${env}.`,
         ),

@@ -1,8 +1,9 @@
 /** @module Sessions: yours (administrators: everyone's), with byte counters, close, and each recording's player. */
 import type { Session } from '../../../shared/api/sessions';
 import { api, apiList } from '../api';
-import { errorBox, formatBytes, h, replace, table, timeAgo } from '../dom';
+import { errorBox, formatBytes, h, replace, table } from '../dom';
 import { onLive } from '../events';
+import { timeElement } from '../format';
 import type { Cleanup } from '../page';
 
 export async function sessionsPage(root: HTMLElement): Promise<Cleanup> {
@@ -33,7 +34,7 @@ export async function sessionsPage(root: HTMLElement): Promise<Cleanup> {
             Protocol: (s) => s.protocol + (s.targets ? ` (${s.targets.join(', ')})` : ''),
             Status: (s) => (s.status === 'open' ? 'open' : `closed (${s.close_reason})`),
             'Opened by': (s) => s.opened_by,
-            Opened: (s) => timeAgo(s.opened_at),
+            Opened: (s) => timeElement(s.opened_at),
             'To / from device': (s) => `${formatBytes(s.bytes_to_device)} / ${formatBytes(s.bytes_from_device)}`,
             '': (s) =>
               h(

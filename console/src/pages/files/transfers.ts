@@ -1,6 +1,6 @@
 /**
  * @module The transfers of the files page, one at a time on its file-transfer stream: a download
- * (the browser reads the tar stream and saves the file) and an upload (the browser writes the tar
+ * (the browser reads the tar stream and saves the file; a folder is saved as that tar) and an upload (the browser writes the tar
  * stream, a block at a time as the WebSocket has room), each with progress and a line of news.
  */
 import { frames, type FileEntry, type UploadDone } from '../../../../shared/protocol/session-stream';
@@ -22,7 +22,7 @@ export interface TransferView {
 }
 
 export interface Transfers {
-  /** Downloads the file `entry` of `dir` and saves it; nothing while another transfer runs. */
+  /** Downloads `entry` of `dir` and saves it (a folder as NAME.tar); nothing while another transfer runs. */
   download(dir: string, entry: FileEntry): Promise<void>;
   /** Uploads `files` into `dir`; nothing while another transfer runs. */
   upload(dir: string, files: File[]): Promise<void>;
@@ -48,26 +48,43 @@ export function fileTransfers(stream: SessionStream, view: TransferView): Transf
   function download(dir: string, entry: FileEntry): Promise<void> {
     if (busy) return Promise.resolve();
     busy = true;
-    replace(news, `Downloading ${entry.name}…`);
+    const folder = entry.type === 'dir';
+    replace(news, `Downloading ${entry.name}${folder ? ' as a .tar' : ''}…`);
     const parts: Uint8Array[] = [];
     let got = 0;
-    const reader = tarReader(
-      () => {},
-      (chunk) => {
-        parts.push(chunk.slice());
-        got += chunk.length;
-        progress.hidden = false;
-        progress.value = entry.size ? got / entry.size : 1;
-      },
-    );
-    onBinary = (data) => reader.push(data);
+    progress.hidden = false;
+    if (folder) {
+      // A folder is saved as the tar the device sends, whose size nobody knows beforehand.
+      progress.removeAttribute('value');
+      onBinary = (data) => {
+        parts.push(data.slice());
+        got += data.length;
+        replace(news, `Downloading ${entry.name} as a .tar… ${formatBytes(got)}`);
+      };
+    } else {
+      progress.value = 0;
+      const reader = tarReader(
+        () => {},
+        (chunk) => {
+          parts.push(chunk.slice());
+          got += chunk.length;
+          progress.value = entry.size ? got / entry.size : 1;
+        },
+      );
+      onBinary = (data) => reader.push(data);
+    }
     return new Promise<void>((resolve) => {
       stream.request('download', { path: join(dir, entry.name) }, (answer) => {
         if ('ok' in answer && !answer.ok) {
           replace(news, errorBox(`Download failed: ${answer.error.message}`));
         } else if ('done' in answer) {
-          save(parts, entry.name);
-          replace(news, `Downloaded ${entry.name} (${formatBytes(got)}).`);
+          save(parts, folder ? `${entry.name}.tar` : entry.name);
+          replace(
+            news,
+            folder
+              ? `Downloaded ${entry.name} as ${entry.name}.tar (${answer.files} file${answer.files === 1 ? '' : 's'}, ${formatBytes(answer.bytes)}).`
+              : `Downloaded ${entry.name} (${formatBytes(got)}).`,
+          );
         } else return false; // the first answer: the tar follows
         onBinary = undefined;
         busy = false;

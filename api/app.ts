@@ -45,6 +45,8 @@ export interface ApiDeps {
   consoleDir?: string | undefined;
   /** A session with no client connected this long (s) closes `idle` (TETHER_SESSION_IDLE_SECONDS; default 300). */
   sessionIdleSeconds?: number | undefined;
+  /** Seconds before a session's end at which `session.expiring` is published (TETHER_SESSION_WARNINGS; default 300 and 60). */
+  sessionWarningsS?: readonly number[] | undefined;
   /** This node: its run id and the URL clients reach it at (a device's presence names the node that holds its agent). */
   node: ThisNode;
   /** What this peer tells the others (docs/peers.md); none: one process, which owns every session. */
@@ -77,9 +79,11 @@ export function createApi(deps: ApiDeps) {
       deps.peers?.identity(tokenIds, []);
       for (const tokenId of tokenIds) {
         tokens.revoked(tokenId);
-        await sessions.closeAllOfToken(tokenId, reason);
+        // Streams joined with the token close first, with 4401 (CONTRACT 9); closing the sessions
+        // afterwards would end them with 4000 (session closed) instead.
         relay.tokenRevoked(tokenId);
         http.tokenRevoked(tokenId);
+        await sessions.closeAllOfToken(tokenId, reason);
       }
     },
   });
@@ -122,6 +126,10 @@ export function createApi(deps: ApiDeps) {
     now,
     idleSeconds: deps.sessionIdleSeconds,
     shared: deps.peers !== undefined,
+    warningsS: deps.sessionWarningsS,
+    // Every peer watches; the one that leads tells, so each warning is published once.
+    leads: () => leadership.leads(),
+    expiring: (data) => events.publish({ event: 'session.expiring', data }),
   });
   const housekeeping = createHousekeeping({
     store,

@@ -1,8 +1,8 @@
 /**
  * @module What the other peers tell this one (cluster/peers.ts carries it, docs/peers.md): their
  * API events for the event streams here, tokens revoked and users changed for the token cache,
- * clients joining and leaving session streams for the idle clock, and sessions opening and closing
- * for the expiry timer. A peer's word is input too: its events are checked before they are sent on.
+ * clients joining and leaving session streams for the idle clock, and sessions opening, extended
+ * and closing for the expiry and warning timers. A peer's word is input too: its events are checked before they are sent on.
  */
 import { serverEvent } from '../shared/api/events';
 import type { EventHub } from './events/hub';
@@ -26,6 +26,8 @@ export function peerInbox(events: EventHub, tokens: TokenResolver, sessions: Ses
     },
     /** Another peer opened a session: this one's timers look at it too (whichever peer looks first closes it). */
     sessionOpened: (sessionId: string, expiresAt: string): void => sessions.openedElsewhere(sessionId, Date.parse(expiresAt)),
+    /** Another peer extended a session: this one's timers look at its new end (and warn before it). */
+    sessionExtended: (sessionId: string, expiresAt: string): void => sessions.extendedElsewhere(sessionId, Date.parse(expiresAt)),
     sessionClosed: (sessionId: string): void => sessions.closedElsewhere(sessionId),
   };
 }

@@ -26,6 +26,10 @@ export function broadcastingRelay(deps: BroadcastingRelayDeps): Required<Relay> 
       localRelay()?.sessionOpened(s);
       broadcast({ type: 'session.opened', session_id: s.session_id, device_id: s.device_id, protocol: s.protocol, expires_at: s.expires_at });
     },
+    sessionExtended(s) {
+      localRelay()?.sessionExtended?.(s);
+      broadcast({ type: 'session.extended', session_id: s.session_id, device_id: s.device_id, protocol: s.protocol, expires_at: s.expires_at });
+    },
     async sessionClosed(s) {
       const counted = localRelay()?.sessionClosed(s);
       broadcast({ type: 'session.closed', session_id: s.session_id, device_id: s.device_id, reason: closeReasonOf(s) });
@@ -53,6 +57,8 @@ export function applyBroadcast(localRelay: LocalRelay, msg: BroadcastMessage): v
   switch (msg.type) {
     case 'session.opened':
       return localRelay.sessionOpened(msg);
+    case 'session.extended':
+      return localRelay.sessionExtended?.(msg);
     case 'session.closed':
       // The counts of the streams it ends reach the control node over the bus, not from here.
       void localRelay.sessionClosed({ session_id: msg.session_id, device_id: msg.device_id, close_reason: msg.reason });

@@ -103,6 +103,7 @@ export function createEdgeCredentials(deps: EdgeCredentialsDeps) {
     forget(msg: BroadcastMessage): void {
       switch (msg.type) {
         case 'session.closed':
+        case 'session.extended': // a grant kept names the old expiry
           return dropGrants((g) => g.sessionId === msg.session_id);
         case 'token.revoked':
           return dropGrants((g) => g.tokenId === msg.token_id);

@@ -65,6 +65,10 @@ export function createPeerLink(deps: PeerLinkDeps) {
       deps.localRelay()?.sessionOpened(s);
       relayEvent({ type: 'session.opened', session_id: s.session_id, device_id: s.device_id, protocol: s.protocol, expires_at: s.expires_at });
     },
+    sessionExtended(s) {
+      deps.localRelay()?.sessionExtended?.(s);
+      relayEvent({ type: 'session.extended', session_id: s.session_id, device_id: s.device_id, protocol: s.protocol, expires_at: s.expires_at });
+    },
     async sessionClosed(s) {
       const counted = deps.localRelay()?.sessionClosed(s);
       relayEvent({ type: 'session.closed', session_id: s.session_id, device_id: s.device_id, reason: closeReasonOf(s) });

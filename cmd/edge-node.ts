@@ -81,6 +81,7 @@ export async function startEdgeNode(config: Readonly<EdgeConfig>, options: EdgeN
     joinTimeoutMs: options.joinTimeoutMs,
     allowedOrigins: config.console_origins,
     publicUrl: config.publicUrl,
+    warningsS: config.session_warnings,
     ...edge.relayDeps,
   });
   metrics.gauge('tether_cluster_bus_up', '1 while this node is connected to NATS.', () => (bus.up() ? 1 : 0));

@@ -73,6 +73,7 @@ export function createPeer(settings: PeerSettings, log: Logger, metrics: Metrics
     localRelay: () => localRelay,
     onRelayEvent(event) {
       if (event.type === 'session.opened') api?.fromPeers.sessionOpened(event.session_id, event.expires_at);
+      else if (event.type === 'session.extended') api?.fromPeers.sessionExtended(event.session_id, event.expires_at);
       else if (event.type === 'session.closed') api?.fromPeers.sessionClosed(event.session_id);
       else if (event.type === 'token.revoked') api?.fromPeers.identity([event.token_id], []);
     },

@@ -13,6 +13,7 @@ import { envName, unknownFileKeys, unknownSettings, type SettingsOwner } from '.
 import { DEFAULT_DATA_DIR } from './server-defaults';
 import { busSettings } from './bus-settings';
 import { ConfigError } from './config-error';
+import { sessionWarnings } from './session-warnings';
 
 /** On or off: `1`/`0`, `true`/`false` (environment), or a YAML boolean. */
 const flag = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false'], { error: 'must be 1 or 0' }).transform((v) => v === '1' || v === 'true')]);
@@ -48,6 +49,8 @@ const common = {
   headers_timeout_ms: z.coerce.number().int().min(100).max(600_000).default(15_000),
   /** How long a client may take to send a whole request. */
   request_timeout_ms: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  /** Warnings before a session's end (s): notices to its stream's client, and `session.expiring` events. */
+  session_warnings: sessionWarnings,
   /** Browser origins besides the server's own whose pages may open session streams. */
   console_origins: z
     .string()
@@ -177,6 +180,7 @@ export interface EdgeConfig {
   headers_timeout_ms: number;
   request_timeout_ms: number;
   console_origins: string[];
+  session_warnings: number[];
 }
 
 export { ConfigError } from './config-error';
@@ -250,6 +254,7 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     docker_host: env.DOCKER_HOST || 'unix:///var/run/docker.sock',
     sim_replica_ms: s.sim_replica_ms,
     session_idle_seconds: s.session_idle_seconds,
+    session_warnings: s.session_warnings,
     log_level: s.log_level,
     heartbeat_ms: s.heartbeat_ms,
     headers_timeout_ms: s.headers_timeout_ms,
@@ -277,5 +282,6 @@ export function loadEdgeConfig(env: NodeJS.ProcessEnv, configFile?: string): Rea
     headers_timeout_ms: s.headers_timeout_ms,
     request_timeout_ms: s.request_timeout_ms,
     console_origins: s.console_origins,
+    session_warnings: s.session_warnings,
   });
 }

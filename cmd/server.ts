@@ -112,6 +112,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps, tick
     allowedOrigins: config.console_origins,
     publicUrl: deps.publicUrl(),
     streamClients: apiSide.streamClients,
+    warningsS: config.session_warnings,
     routeStream: control?.routeStream,
     onStreamRefusedElsewhere: control?.onStreamRefusedElsewhere,
   });
@@ -130,6 +131,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps, tick
     runtime: runtimeOf(config),
     consoleDir: consoleDir(),
     sessionIdleSeconds: config.session_idle_seconds,
+    sessionWarningsS: config.session_warnings,
     recordings: {
       dir: join(config.data_dir, 'recordings'),
       recordShell: config.record_shell,

@@ -16,6 +16,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { readClosePayload } from '../shared/websocket/close';
 import { createPongGate } from '../shared/websocket/frames/pong-gate';
+import { encodeUnmaskedHeader } from '../shared/websocket/frames/wire';
 import { createFrameForwarder, OPCODE, type ControlFrame } from './frame-relay';
 import { createHopClosing, writeControl } from './hop/closing';
 import { completeHandshake } from './hop/handshake';
@@ -51,6 +52,8 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
   /** Reading held by the caller (the splice's backpressure; a hop starts held until it is spliced). */
   let held = true;
   let reported = false;
+  /** A text frame of the relay's own (a notice) waiting for the end of the frame being written here; only the latest is kept. */
+  let ownText: Buffer | undefined;
   const listeners: Array<(code: number, reason: string) => void> = [];
   let resolveDone!: () => void;
   const done = new Promise<void>((resolve) => (resolveDone = resolve));
@@ -73,6 +76,12 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
     canAnswer: () => hop.state === 'open' && !midFrame(),
     sendPong: (payload) => writeControl(socket, OPCODE.pong, payload),
   });
+
+  function flushOwnText(): void {
+    if (ownText === undefined || hop.state !== 'open' || midFrame()) return;
+    socket.write(ownText);
+    ownText = undefined;
+  }
 
   const net = socket as Partial<Socket>;
   net.setNoDelay?.(true);
@@ -160,6 +169,13 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
       if (hop.state !== 'open') return;
       if (closing.pending) return closing.flushPending();
       pongs.answer();
+      flushOwnText();
+    },
+    sendText(text) {
+      if (hop.state !== 'open') return;
+      const payload = Buffer.from(text, 'utf8');
+      ownText = Buffer.concat([encodeUnmaskedHeader(true, OPCODE.text, payload.length), payload]);
+      flushOwnText();
     },
     close: closing.close,
     terminate() {

@@ -11,7 +11,8 @@ import type { Metrics } from '../shared/metrics';
 import { AGENT_CLOSE, AGENT_CONNECT_PATH, AGENT_STREAM_PATH, agentCloseReason, type RelayToAgentMessage } from '../shared/protocol/control-channel';
 import { STREAM_PATH, type StreamAccess } from '../shared/protocol/session-stream';
 import type { StreamRecorder } from '../shared/relay/recording';
-import { closeReasonOf, type ClosedSession, type OpenedSession, type Relay } from '../shared/relay/events';
+import { closeReasonOf, type ClosedSession, type ExtendedSession, type OpenedSession, type Relay } from '../shared/relay/events';
+import { DEFAULT_SESSION_WARNINGS_S } from '../shared/relay/expiry-warnings';
 import { createAgentChannel, type PresenceSink } from './agents';
 import { guardRawSocket } from './accept';
 import { rejectUpgrade } from './reject';
@@ -45,6 +46,8 @@ export interface RelayDeps {
   routeStream?: StreamDeps['routeStream'];
   /** In a cluster: an agent here refused a stream that waits on no stream here (its client is on another node). */
   onStreamRefusedElsewhere?(deviceId: string, streamId: string, message: string): void;
+  /** Seconds before a session's end at which its stream's client gets a notice (TETHER_SESSION_WARNINGS; default 300 and 60). */
+  warningsS?: readonly number[] | undefined;
   /** Told when clients join and leave session streams here: the API closes sessions nobody uses (`idle`). */
   streamClients?: { attached(sessionId: string): void; detached(sessionId: string): void } | undefined;
 }
@@ -80,6 +83,7 @@ export function createRelay(deps: RelayDeps) {
     allowedOrigins: deps.allowedOrigins,
     publicUrl: deps.publicUrl,
     streamClients: deps.streamClients,
+    warningsS: deps.warningsS ?? DEFAULT_SESSION_WARNINGS_S,
   });
   deps.metrics.gauge('tether_agents_online', 'Agents connected to this node.', () => agents.registry.size);
   deps.metrics.gauge('tether_streams_open', 'Session streams with a client connected.', () => streams.size);
@@ -88,6 +92,14 @@ export function createRelay(deps: RelayDeps) {
   const relay: Relay = {
     sessionOpened(s: OpenedSession): void {
       agents.sendTo(s.device_id, { type: 'session.opened', session_id: s.session_id, protocol: s.protocol, expires_at: s.expires_at });
+    },
+    /**
+     * The session's end moved: its agent learns the new expiry (a `session.opened` again, which
+     * re-arms the agent's own timer and leaves its streams be), its stream's client is warned anew.
+     */
+    sessionExtended(s: ExtendedSession): void {
+      agents.sendTo(s.device_id, { type: 'session.opened', session_id: s.session_id, protocol: s.protocol, expires_at: s.expires_at });
+      streams.extended(s.session_id, s.expires_at);
     },
     /** Ends the session's stream and tells the device to end its handler; resolves once its counts are written. */
     sessionClosed(s: ClosedSession): Promise<void> {

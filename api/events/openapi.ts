@@ -12,7 +12,8 @@ export const eventOperations: OperationSpec[] = [
     summary: 'Server-sent events of what the caller may see',
     description:
       'Events `agent.online`, `agent.offline` (data `{device_id, at}`) and `session.opened`, `session.closed` ' +
-      '(data `{session_id, device_id, protocol, opened_by, at, close_reason?}`), a comment every 15 s, and an `end` event ' +
+      '(data `{session_id, device_id, protocol, opened_by, at, close_reason?}`), `session.expiring` 5 and 1 minute before a session ends ' +
+      '(data `{session_id, device_id, protocol, opened_by, expires_at, seconds_left}`; TETHER_SESSION_WARNINGS), a comment every 15 s, and an `end` event ' +
       'when the token stops being valid. Needs role developer and scope `devices:read`; a bearer token, or a one-time ' +
       '`ticket` from POST /v1/events/tickets (for EventSource, which cannot send headers).',
     auth: 'events',

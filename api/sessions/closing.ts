@@ -21,9 +21,11 @@ export interface ClosingDeps {
   idle: IdleClock;
   /** The idle time (s), for the log. */
   idleSeconds: number;
+  /** A session closed here or elsewhere: nothing to warn of any more. */
+  forget?: ((sessionId: string) => void) | undefined;
 }
 
-export function createClosing({ store, relay, log, now, idle, idleSeconds }: ClosingDeps) {
+export function createClosing({ store, relay, log, now, idle, idleSeconds, forget }: ClosingDeps) {
   const iso = (ms: number) => new Date(ms).toISOString();
 
   /** Closes one open session with its audit event; undefined if it was not open. */
@@ -54,6 +56,7 @@ export function createClosing({ store, relay, log, now, idle, idleSeconds }: Clo
       const row = await closeInTx(id, reason, actor, why);
       // Closed now, or before (by another peer, or another request): nothing to watch either way.
       idle.forget(id);
+      forget?.(id);
       if (row) closed.push(row);
     }
     // The relay ends the streams and writes their last byte counts, so read the rows again:

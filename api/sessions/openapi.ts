@@ -1,5 +1,5 @@
 /** @module The OpenAPI operations of remote-access sessions and their audit (./routes.ts). */
-import { auditEvent, openSessionBody, session, sessionAuditQuery, sessionListQuery } from '../../shared/api/sessions';
+import { auditEvent, extendSessionBody, openSessionBody, session, sessionAuditQuery, sessionListQuery } from '../../shared/api/sessions';
 import { listBody, okBody } from '../openapi/envelopes';
 import type { OperationSpec } from '../openapi/operation';
 
@@ -70,6 +70,30 @@ export const sessionOperations: OperationSpec[] = [
     errors: { 403: 'role or scope missing', 404: 'no such session, not yours, or already closed' },
   },
   {
+    method: 'post',
+    path: '/v1/remote-access/sessions/{sessionId}/extend',
+    operationId: 'extendSession',
+    tag: 'sessions',
+    summary: 'Extend an open session',
+    description:
+      'Its owner or an administrator, scope `sessions:write`. The session then ends `ttl_seconds` from now (its new `expires_at`; ' +
+      '`ttl_seconds` in the record becomes its whole life), as long as that whole life, from `opened_at`, stays within 28800 s: ' +
+      'past it, 400 with `details` saying the most it may be extended by now. Audited (`session.extended`, reason: the new expires_at); ' +
+      'the stream’s client and GET /v1/events are warned again before the new end. Counts in the 30-a-minute group of opening.',
+    auth: 'bearer',
+    idempotent: true,
+    params: sessionId,
+    body: { schema: extendSessionBody },
+    responses: { 200: { description: 'the session, with its new expires_at', json: sessionBody } },
+    errors: {
+      400: 'malformed body, or past 28800 s from the session’s opening (`details` says the most it may be extended by now)',
+      403: 'role or scope missing',
+      404: 'no such session, or not yours',
+      409: 'the session is closed',
+      429: 'over 30 session opens and extends a minute',
+    },
+  },
+  {
     method: 'get',
     path: '/v1/audit/remote-access',
     operationId: 'listSessionAudit',
@@ -77,7 +101,8 @@ export const sessionOperations: OperationSpec[] = [
     summary: 'The remote-access audit, newest first',
     description:
       'Events of your own sessions (administrators: all). Developer and up, scope `sessions:read`; 60 a minute per user. ' +
-      '`session.joined`: someone other than its owner (an administrator) connected to its stream; `actor` is who, `reason` the id of the token used.',
+      '`session.joined`: someone other than its owner (an administrator) connected to its stream; `actor` is who, `reason` the id of the token used. ' +
+      '`session.extended`: its end moved; `reason` is the new expires_at.',
     auth: 'bearer',
     query: sessionAuditQuery,
     responses: { 200: { description: 'a page of events', json: listBody('AuditEventListResponse', auditEvent) } },

@@ -4,7 +4,15 @@
  */
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
-import { openSessionBody, sessionAuditQuery, sessionListQuery, type AuditEvent, type Recording, type Session } from '../../shared/api/sessions';
+import {
+  extendSessionBody,
+  openSessionBody,
+  sessionAuditQuery,
+  sessionListQuery,
+  type AuditEvent,
+  type Recording,
+  type Session,
+} from '../../shared/api/sessions';
 import type { Ticketer } from '../../shared/auth/tickets';
 import { requireAccess } from '../access';
 import { principalOf } from '../http/auth';
@@ -102,6 +110,18 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
     const p = principalOf(ctx);
     ok<Session>(ctx, await view(await sessions.close(p, ctx.params.sessionId!), p));
   });
+
+  // The session writes share one rate-limit group (30 a minute per user) and take Idempotency-Key.
+  router.post(
+    '/v1/remote-access/sessions/:sessionId/extend',
+    deps.idempotent,
+    rateLimit(deps.openLimiter, SESSION_OPEN_PER_MINUTE),
+    async function extendSession(ctx) {
+      const body = await parseBody(ctx, extendSessionBody);
+      const p = principalOf(ctx);
+      ok<Session>(ctx, await view(await sessions.extend(p, ctx.params.sessionId!, body.ttl_seconds), p));
+    },
+  );
 
   router.get('/v1/audit/remote-access', rateLimit(deps.auditLimiter, AUDIT_LIST_PER_MINUTE), async function listAudit(ctx) {
     const q = parseQuery(ctx, sessionAuditQuery);

@@ -2,8 +2,9 @@
  * @module Remote-access sessions: open, read, list, close, expire and close when idle, checks in
  * the documented order (docs/http-api.md, errors: 401, 429, 400, 403, 404, 422, 409), each state
  * change committed together with its audit event. Opening and its rules are `./opening`'s
- * business, ending sessions and which are due `./closing`'s, who sees which `./visibility`'s;
- * when to look is `./expiry`'s, which sessions nobody uses `./idle`'s.
+ * business, extending `./extending`'s, ending sessions and which are due `./closing`'s, who sees
+ * which `./visibility`'s; when to look is `./expiry`'s, which sessions nobody uses `./idle`'s,
+ * when to tell that one expires soon (`session.expiring`) `./warnings`'.
  */
 import type { Logger } from '../../shared/log';
 import type { CloseReason } from '../../shared/protocol/control-channel';
@@ -16,6 +17,9 @@ import type { CutOffReason } from '../identity/accounts';
 import { SYSTEM_ACTOR } from '../identity/identity';
 import { createClosing } from './closing';
 import { createExpiryTimer } from './expiry';
+import { createExtender } from './extending';
+import { createSessionWarnings, type ExpiringSession } from './warnings';
+import { DEFAULT_SESSION_WARNINGS_S } from '../../shared/relay/expiry-warnings';
 import { createIdleClock } from './idle';
 import { createOpener, type OpenRequest } from './opening';
 import { listVisible, visibleSession } from './visibility';
@@ -38,13 +42,29 @@ export interface SessionsDeps {
    * ones to the others, instead of closing them `server_shutdown` as the one process does.
    */
   shared?: boolean | undefined;
+  /** Seconds before a session's end at which `expiring` is told (TETHER_SESSION_WARNINGS); default 300 and 60. */
+  warningsS?: readonly number[] | undefined;
+  /** Whether this process tells of sessions expiring soon (the housekeeping's leader; default: yes). */
+  leads?: (() => boolean) | undefined;
+  /** A session expires soon (the `session.expiring` event). */
+  expiring?: ((e: ExpiringSession) => void) | undefined;
 }
 
-export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_IDLE_S, shared = false }: SessionsDeps) {
+export function createSessions(deps: SessionsDeps) {
+  const { store, relay, log, now, idleSeconds = DEFAULT_IDLE_S, shared = false } = deps;
   const idle = createIdleClock({ idleMs: idleSeconds * 1000, now });
-  const { closeAndNotify, expireDue, nextDue } = createClosing({ store, relay, log, now, idle, idleSeconds });
+  const warnings = createSessionWarnings({
+    store,
+    log,
+    now,
+    offsetsS: deps.expiring ? (deps.warningsS ?? DEFAULT_SESSION_WARNINGS_S) : [],
+    leads: deps.leads ?? (() => true),
+    expiring: (e) => deps.expiring?.(e),
+  });
+  const { closeAndNotify, expireDue, nextDue } = createClosing({ store, relay, log, now, idle, idleSeconds, forget: warnings.forget });
   const timer = createExpiryTimer({ log, now, nextDue, expireDue });
   const openSession = createOpener({ store, relay, log, now, idleSeconds });
+  const extendSession = createExtender({ store, log, now });
 
   return {
     /** Opens a session; checks run in the documented order: 403, 404, 503, 422, 409. */
@@ -55,7 +75,22 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
       timer.opened(
         Math.min(Date.parse(session.expires_at), Date.parse(session.token_expires_at ?? session.expires_at), Date.parse(session.opened_at) + idle.idleMs),
       );
+      warnings.watch(session.session_id, Date.parse(session.expires_at));
       relay.sessionOpened(session);
+      return session;
+    },
+
+    /**
+     * Moves an open session's end to `ttlSeconds` from now (its owner or an administrator);
+     * checks: 403, 404, 409 (closed), 400 (past 28,800 s in all). The expiry timer looks at the new
+     * end, the warnings start over from it, the relay tells the agent and the stream's client.
+     */
+    async extend(principal: Principal, sessionId: string, ttlSeconds: number): Promise<SessionRow> {
+      const session = await extendSession(principal, sessionId, ttlSeconds);
+      const endsAt = Date.parse(session.expires_at);
+      timer.opened(endsAt); // sooner than what the timer waits for, if the session was shortened
+      warnings.watch(sessionId, endsAt);
+      relay.sessionExtended?.(session);
       return session;
     },
 
@@ -92,6 +127,9 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
     /** Which expiry timers are set (the next due moment's, and the safety sweep). */
     timers: () => timer.armed(),
 
+    /** Whether the warnings' timer is set (tests: none is left after shutdown). */
+    warningsArmed: () => warnings.armed(),
+
     /**
      * At start-up: sessions whose time passed while the server was down are expired; the
      * others lost their tunnels with the server and are closed as `server_shutdown`.
@@ -110,22 +148,31 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
     async start(): Promise<void> {
       const t = now();
       for (const id of await store.sessions.openIds()) idle.opened(id, t);
+      await warnings.watchOpen();
       timer.start();
       await timer.settled(); // the first look at what is due is over before anything opens
     },
 
     /**
-     * Another peer opened a session: its idle clock starts now here too, and the timer looks at
-     * it by its end, so that whichever peer is alive closes it on time.
+     * Another peer opened a session: its idle clock starts now here too, the timer looks at it by
+     * its end, so that whichever peer is alive closes it on time, and its warnings are watched.
      */
     openedElsewhere(sessionId: string, expiresAt: number): void {
       idle.opened(sessionId, now());
       timer.opened(Math.min(expiresAt, now() + idle.idleMs));
+      warnings.watch(sessionId, expiresAt);
+    },
+
+    /** Another peer extended a session: the timers here look at its new end. */
+    extendedElsewhere(sessionId: string, expiresAt: number): void {
+      timer.opened(expiresAt);
+      warnings.watch(sessionId, expiresAt);
     },
 
     /** Another peer closed a session: nothing to watch here any more. */
     closedElsewhere(sessionId: string): void {
       idle.forget(sessionId);
+      warnings.forget(sessionId);
     },
 
     /**
@@ -153,6 +200,7 @@ export function createSessions({ store, relay, log, now, idleSeconds = DEFAULT_I
     /** Closes every open session (server shutdown) and disarms the timer. */
     async shutdown(): Promise<number> {
       await timer.stop();
+      warnings.close();
       if (shared) return 0;
       return (await closeAndNotify(await store.sessions.openIds(), 'server_shutdown', SYSTEM_ACTOR)).length;
     },

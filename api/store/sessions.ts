@@ -110,6 +110,21 @@ export function createSessionRepo(db: Executor) {
           .returningAll()
           .executeTakeFirst(),
       ),
+    /**
+     * Moves an open session's end (an extend) while it has not passed `at`; undefined when it is
+     * closed or already due (the expiry timer closes it).
+     */
+    extend: async (sessionId: string, expiresAt: string, ttlSeconds: number, at: string): Promise<SessionRow | undefined> =>
+      toSessionOrUndefined(
+        await db
+          .updateTable('sessions')
+          .set({ expires_at: expiresAt, ttl_seconds: ttlSeconds })
+          .where('session_id', '=', sessionId)
+          .where('status', '=', 'open')
+          .where('expires_at', '>', at)
+          .returningAll()
+          .executeTakeFirst(),
+      ),
     /** Ids of open sessions whose expiry is at or before `at`. */
     dueIds: (at: string): Promise<string[]> => openSessionIds(open().select('session_id').where('expires_at', '<=', at).execute()),
     /** Ids of open sessions whose token expired at or before `at`, while they had not (those are `expired`). */

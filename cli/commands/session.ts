@@ -1,5 +1,5 @@
-/** @module `tether session open | list | close`. */
-import type { Session } from '../../shared/api/sessions';
+/** @module `tether session open | list | close | extend`. */
+import { TTL_MAX_S, type ExtendSessionBody, type Session } from '../../shared/api/sessions';
 import type { SessionProtocol } from '../../shared/protocol/control-channel';
 import { ApiFailure } from '../api-client';
 import type { Context } from '../context';
@@ -29,7 +29,8 @@ export async function sessionOpen(ctx: Context, device: string, flags: OpenFlags
   if (flags.json) return printJson(ctx.out, s);
   ctx.out.stdout(
     `opened ${s.session_id}: ${s.protocol}${s.targets ? ` to ${s.targets.join(', ')}` : ''} on ${s.device_id}, expires ${s.expires_at}\n` +
-      `websocket_url: ${s.websocket_url}\n`,
+      // Only a token that may join is shown the stream's ticket (a sessions:read one is not).
+      (s.websocket_url ? `websocket_url: ${s.websocket_url}\n` : ''),
   );
 }
 
@@ -84,4 +85,29 @@ export async function sessionClose(ctx: Context, sessionId: string, flags: { jso
   }
   if (flags.json) return printJson(ctx.out, s);
   ctx.out.stdout(`closed ${s.session_id} (${formatBytes(s.bytes_to_device)} to, ${formatBytes(s.bytes_from_device)} from the device)\n`);
+}
+
+/** When `iso` is, from now: "in 1 h 5 min". */
+function fromNow(iso: string): string {
+  const s = Math.max(0, Math.round((Date.parse(iso) - Date.now()) / 1000));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return `in ${h > 0 ? `${h} h ${m} min` : m > 0 ? `${m} min` : `${s} s`}`;
+}
+
+export async function sessionExtend(ctx: Context, sessionId: string, flags: { ttl: number; json?: boolean }): Promise<void> {
+  let s: Session;
+  try {
+    const body: ExtendSessionBody = { ttl_seconds: flags.ttl };
+    s = await ctx.api().request<Session>('POST', `/v1/remote-access/sessions/${encodeURIComponent(sessionId)}/extend`, body);
+  } catch (err) {
+    if (err instanceof ApiFailure && err.status === 404) throw new CliError(`no session ${sessionId} that you may extend`, err.code);
+    if (err instanceof ApiFailure && err.status === 400) throw new CliError(err.body.details?.map((d) => d.message).join('\n') || err.body.message, err.code);
+    throw err;
+  }
+  if (flags.json) return printJson(ctx.out, s);
+  ctx.out.stdout(
+    `extended ${s.session_id}: it now expires at ${s.expires_at.replace(/\.\d+Z$/, 'Z')} (${fromNow(s.expires_at)}; ` +
+      `${s.ttl_seconds} s since its opening, of at most ${TTL_MAX_S})\n`,
+  );
 }

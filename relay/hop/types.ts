@@ -54,6 +54,11 @@ export interface Hop {
   write(chunk: Buffer): boolean;
   /** Sends the pong or close that waited for a frame's end, if it has ended (or cuts the connection if it never will). */
   flushControl(): void;
+  /**
+   * Sends a whole text frame of the relay's own (a notice): at once, or at the end of the frame
+   * being written on this hop (only the latest waits). Dropped once the hop is closing.
+   */
+  sendText(text: string): void;
   /** Starts the close handshake with `code` (its reason cut to fit), or cuts the connection when a frame is unfinished. */
   close(code: number, reason: string): void;
   /** Cuts the connection. */

@@ -38,8 +38,24 @@ export const sessionEvent = z.strictObject({
   }),
 });
 
+/**
+ * A session ends soon (TETHER_SESSION_WARNINGS: 5 and 1 minute before its `expires_at`, again
+ * after an extend); `seconds_left` as of the event.
+ */
+export const expiringEvent = z.strictObject({
+  event: z.literal('session.expiring'),
+  data: z.strictObject({
+    session_id: z.string(),
+    device_id: z.string(),
+    protocol: z.string(),
+    opened_by: z.string(),
+    expires_at: z.string(),
+    seconds_left: z.int().min(0),
+  }),
+});
+
 /** What the stream carries, each as `event: <event>` and `data: <data as JSON>`. */
-export const serverEvent = z.discriminatedUnion('event', [presenceEvent, sessionEvent]);
+export const serverEvent = z.discriminatedUnion('event', [presenceEvent, sessionEvent, expiringEvent]);
 export type ServerEvent = z.infer<typeof serverEvent>;
 
 /** The last event of a stream whose token stopped being valid: `event: end`. */

@@ -11,10 +11,16 @@ import type { ErrorCode } from './errors';
 import { count, dateTimeParam, named, pagingParams, timestamp } from './common';
 
 export const TTL_MIN_S = 60;
+/** Also the longest a session may live in all, extends included (from `opened_at` to `expires_at`). */
 export const TTL_MAX_S = 28800;
+/** A session's TTL when the open names none. */
+export const TTL_DEFAULT_S = 3600;
 
-/** `session.joined`: someone other than its owner (an administrator) connected to a session's stream. */
-export const AUDIT_EVENTS = ['session.opened', 'session.closed', 'session.expired', 'session.joined', 'recording.viewed'] as const;
+/**
+ * `session.joined`: someone other than its owner (an administrator) connected to a session's
+ * stream. `session.extended`: its end moved; `reason` is the new `expires_at`.
+ */
+export const AUDIT_EVENTS = ['session.opened', 'session.closed', 'session.expired', 'session.joined', 'session.extended', 'recording.viewed'] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 
 /**
@@ -64,6 +70,15 @@ export const openSessionBody = z
   .transform((body) => (body.targets ? { ...body, targets: [...new Set(body.targets)] } : body));
 /** What `POST /v1/remote-access/sessions` takes. */
 export type OpenSessionBody = z.input<typeof openSessionBody>;
+
+/**
+ * What `POST /v1/remote-access/sessions/{id}/extend` takes: the session then ends `ttl_seconds`
+ * from now, as long as its whole life stays within TTL_MAX_S.
+ */
+export const extendSessionBody = z.strictObject({
+  ttl_seconds: z.number().int().min(TTL_MIN_S).max(TTL_MAX_S).describe('the session ends this many seconds from now'),
+});
+export type ExtendSessionBody = z.input<typeof extendSessionBody>;
 
 export const sessionListQuery = z.strictObject({
   ...pagingParams(200, 50),
@@ -115,7 +130,7 @@ export const session = named(
     device_id: z.string(),
     protocol: z.enum(SESSION_PROTOCOLS),
     status: z.enum(['open', 'closed']),
-    ttl_seconds: z.int(),
+    ttl_seconds: z.int().describe('its whole life in seconds, from opened_at to expires_at (an extend changes it)'),
     opened_by: z.string(),
     opened_at: timestamp,
     expires_at: timestamp,
@@ -125,7 +140,8 @@ export const session = named(
       .string()
       .optional()
       .describe(
-        'the stream with its ticket, bound to the token that asked: while the session is open, for its owner and administrators with scope sessions:write',
+        'the stream with its ticket, bound to the token that asked: while the session is open, for its owner and administrators with scope sessions:write; ' +
+          'absent otherwise (a closed session’s record never carries one)',
       ),
     bytes_to_device: count,
     bytes_from_device: count,

@@ -14,6 +14,9 @@ export interface OpenedSession {
   expires_at: string;
 }
 
+/** A session whose end moved (an extend): its new `expires_at`. */
+export type ExtendedSession = OpenedSession;
+
 /** A session that closed or expired; no reason recorded: `closed`. */
 export interface ClosedSession {
   session_id: string;
@@ -24,6 +27,8 @@ export interface ClosedSession {
 export interface Relay {
   /** A session was opened for a device: tell its agent (it learns the expiry). */
   sessionOpened(session: OpenedSession): void;
+  /** A session's end moved (an extend): tell its agent, and re-arm the notices of its stream. None: a relay that holds neither. */
+  sessionExtended?(session: ExtendedSession): void;
   /** A session closed or expired: end its streams and tell the agent; what it returns settles once their byte counts are written. */
   sessionClosed(session: ClosedSession): void | Promise<void>;
   /** A device left the registry: disconnect its agent (`AGENT_CLOSE.deviceDeleted`). */
@@ -45,6 +50,7 @@ export const closeReasonOf = (session: ClosedSession): CloseReason => session.cl
 /** A relay that does nothing: an API run without a relay (tests, tools). */
 export const idleRelay: Relay = {
   sessionOpened() {},
+  sessionExtended() {},
   sessionClosed() {},
   deviceDeleted() {},
   agentTokenRotated() {},

@@ -119,6 +119,8 @@ export function createControlStreams(deps: ControlStreamsDeps) {
           protocol: session.protocol,
           expires_at: session.expiresAt,
           ...(session.targets && { targets: [...session.targets] }),
+          // What the client asked for where it joined; a mode means something to shell sessions only.
+          ...(body.mode === 'exec' && session.protocol === 'shell' && { mode: body.mode }),
         },
         url,
       );

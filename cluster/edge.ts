@@ -104,7 +104,8 @@ export function createEdge(deps: EdgeDeps) {
 
     /** The agent is on another node: the control node sends it `stream.open` (signed) through its node, to dial here. */
     async routeStream(_deviceId: string, msg: StreamOpen): Promise<boolean> {
-      const reply = await bus.request(subject(CONTROL_VERBS.streamOpen), { session_id: msg.session_id, stream_id: msg.stream_id }, sentReply);
+      const request = { session_id: msg.session_id, stream_id: msg.stream_id, ...(msg.mode && { mode: msg.mode }) };
+      const reply = await bus.request(subject(CONTROL_VERBS.streamOpen), request, sentReply);
       return reply.sent;
     },
 

@@ -6,13 +6,14 @@
  * (`./byte-meter`) and maybe recorded. A stream joined with an expiring bearer token ends (4401)
  * when the token does.
  */
-import type { RelayToAgentMessage } from '../shared/protocol/control-channel';
+import type { RelayToAgentMessage, StreamMode } from '../shared/protocol/control-channel';
 import { randomBase32 } from '../shared/ids';
 import type { Logger } from '../shared/log';
 import type { StreamRecorder, StreamRecording } from '../shared/relay/recording';
 import { STREAM_CLOSE, TOKEN_END_TEXT, type StreamGrant } from '../shared/protocol/session-stream';
 import { sendableCode } from '../shared/websocket/close';
 import type { ByteMeter } from './byte-meter';
+import type { ExpiryNotices } from './expiry-notices';
 import type { Hop } from './hop';
 import { splice, type Splice } from './splice';
 
@@ -27,6 +28,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export interface Stream {
   streamId: string;
   grant: StreamGrant;
+  /** What the client asked the stream to run (shell sessions: a login shell or one command). */
+  mode: StreamMode;
   client: Hop;
   agent?: Hop;
   splice?: Splice;
@@ -60,9 +63,11 @@ export interface StreamTableDeps {
   joinTimeoutMs: number;
   /** Wall clock (ms), to compare with token expiry times. */
   now: () => number;
+  /** Warns the clients before their sessions end; none: no notices. */
+  notices?: ExpiryNotices | undefined;
 }
 
-export function createStreamTable({ log, routing: deps, meter, joinTimeoutMs, now }: StreamTableDeps) {
+export function createStreamTable({ log, routing: deps, meter, joinTimeoutMs, now, notices }: StreamTableDeps) {
   const bySession = new Map<string, Stream>();
   const byStreamId = new Map<string, Stream>();
 
@@ -71,7 +76,10 @@ export function createStreamTable({ log, routing: deps, meter, joinTimeoutMs, no
     clearTimeout(stream.joinTimer);
     clearTimeout(stream.retryTimer);
     clearTimeout(stream.tokenTimer);
-    if (bySession.get(stream.grant.sessionId) === stream) bySession.delete(stream.grant.sessionId);
+    if (bySession.get(stream.grant.sessionId) === stream) {
+      bySession.delete(stream.grant.sessionId);
+      notices?.forget(stream.grant.sessionId);
+    }
     // Released more than once (an end, then the close it causes): the client left once.
     if (byStreamId.delete(stream.streamId)) deps.streamClients?.detached(stream.grant.sessionId);
     meter.flush(stream.grant.sessionId);
@@ -95,6 +103,7 @@ export function createStreamTable({ log, routing: deps, meter, joinTimeoutMs, no
       protocol: grant.protocol,
       expires_at: grant.expiresAt,
       ...(grant.targets && { targets: [...grant.targets] }),
+      ...(stream.mode === 'exec' && { mode: stream.mode }),
     };
     // An agent that is reconnecting right now may still make it within the join timeout.
     const retry = () => {
@@ -141,16 +150,17 @@ export function createStreamTable({ log, routing: deps, meter, joinTimeoutMs, no
     end,
 
     /** Admits the client `ws` to the session's stream (4009 when another client has it) and asks the device to join. */
-    admit(ws: Hop, grant: StreamGrant): void {
+    admit(ws: Hop, grant: StreamGrant, mode: StreamMode = 'shell'): void {
       if (bySession.has(grant.sessionId)) {
         ws.close(STREAM_CLOSE.busy, 'another client is connected to this session');
         return;
       }
       // A hop starts paused: the client's frames wait until the device joins.
-      const stream: Stream = { streamId: randomBase32(26), grant, client: ws };
+      const stream: Stream = { streamId: randomBase32(26), grant, mode, client: ws };
       bySession.set(grant.sessionId, stream);
       byStreamId.set(stream.streamId, stream);
       deps.streamClients?.attached(grant.sessionId);
+      notices?.watch(stream);
       const slog = log.child({ session_id: grant.sessionId, stream_id: stream.streamId });
       slog.info('client connected to stream', { protocol: grant.protocol });
       ws.onClose(function onClientCloseBeforeJoin() {
@@ -204,6 +214,14 @@ export function createStreamTable({ log, routing: deps, meter, joinTimeoutMs, no
     tokenExpired: (stream: Stream): boolean => stream.grant.tokenExpiresAt !== undefined && Date.parse(stream.grant.tokenExpiresAt) <= now(),
 
     ofSession: (sessionId: string): Stream | undefined => bySession.get(sessionId),
+
+    /** The session's end moved (an extend): its stream's client is warned before the new one. */
+    extended(sessionId: string, expiresAt: string): void {
+      const stream = bySession.get(sessionId);
+      if (!stream) return;
+      stream.grant = { ...stream.grant, expiresAt };
+      notices?.watch(stream);
+    },
     /** Every stream with a client (a copy: ending one changes the table). */
     all: (): Stream[] => [...bySession.values()],
     get size(): number {

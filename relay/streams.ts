@@ -17,6 +17,8 @@ import { createByteMeter, type ByteCounts } from './byte-meter';
 import { acceptHop, type Hop } from './hop';
 import { originAllowed, streamOrigins } from './stream-origins';
 import { createStreamTable, type StreamRouting } from './stream-table';
+import { streamModeOf } from './stream-mode';
+import { createExpiryNotices } from './expiry-notices';
 
 export { SPLICE_HIGH_WATER } from './stream-table';
 
@@ -37,6 +39,8 @@ export interface StreamDeps extends StreamRouting {
   allowedOrigins?: readonly string[] | undefined;
   /** The URL this node is reached at (its public URL): pages of its origin may open session streams. */
   publicUrl?: string | undefined;
+  /** Seconds before a session's end at which its stream's client gets a notice (TETHER_SESSION_WARNINGS); none: no notices. */
+  warningsS?: readonly number[] | undefined;
 }
 
 export function createStreams(deps: StreamDeps) {
@@ -45,7 +49,9 @@ export function createStreams(deps: StreamDeps) {
   /** Every stream socket still open, clients' and devices', to close on shutdown. */
   const hops = new Set<Hop>();
   const meter = createByteMeter({ log, recordBytes: deps.recordBytes });
-  const table = createStreamTable({ log, routing: deps, meter, joinTimeoutMs: deps.joinTimeoutMs ?? DEVICE_JOIN_TIMEOUT_MS, now: deps.now ?? Date.now });
+  const now = deps.now ?? Date.now;
+  const notices = deps.warningsS?.length ? createExpiryNotices({ offsetsS: deps.warningsS, now, log }) : undefined;
+  const table = createStreamTable({ log, routing: deps, meter, joinTimeoutMs: deps.joinTimeoutMs ?? DEVICE_JOIN_TIMEOUT_MS, now, notices });
 
   /** Completes an upgrade on a stream path, for the frame-forwarding splice; undefined when refused. */
   function accept(
@@ -88,8 +94,10 @@ export function createStreams(deps: StreamDeps) {
       // Like ws, the first subprotocol a client offers is taken (the stream has none of its own).
       const ws = accept(req, socket, head, onError, (offered) => offered[0]);
       if (!ws) return;
-      if (!access.ok) ws.close(access.code, access.reason);
-      else table.admit(ws, access.grant);
+      if (!access.ok) return ws.close(access.code, access.reason);
+      const mode = streamModeOf(url.searchParams, access.grant.protocol);
+      if (!mode.ok) return ws.close(STREAM_CLOSE.protocolViolation, mode.reason);
+      table.admit(ws, access.grant, mode.mode);
     },
 
     /** A device's data WebSocket for a stream it was asked to serve. */
@@ -132,6 +140,9 @@ export function createStreams(deps: StreamDeps) {
       table.end(stream, STREAM_END[reason].code, STREAM_END[reason].text);
     },
 
+    /** A session's end moved (an extend): its stream's client is warned before the new one. */
+    extended: (sessionId: string, expiresAt: string): void => table.extended(sessionId, expiresAt),
+
     /** A token was revoked: the streams it admitted close with 4401 (ticket holders are the session's business). */
     endToken(tokenId: string): void {
       for (const stream of table.all()) {
@@ -152,6 +163,7 @@ export function createStreams(deps: StreamDeps) {
     /** Closes every stream (1001) and writes the last counts. */
     async close(): Promise<void> {
       for (const stream of table.all()) table.end(stream, STREAM_CLOSE.serverShutdown, 'server shutting down');
+      notices?.close();
       meter.close();
       await meter.settled();
       const open = [...hops];

@@ -2,15 +2,19 @@
  * @module How a recording's queued events become asciicast v2 (`shared/asciicast.ts`): the header,
  * with the terminal size the client first said, and one line per event, its time in seconds since
  * the start by the monotonic clock and never running backwards. UTF-8 sequences split across
- * frames are carried over to the next batch (a StringDecoder per direction).
+ * frames are carried over to the next batch (a StringDecoder per direction, and one for an exec
+ * stream's stderr). An exec stream (docs/session-streams.md, exec) is recorded as a terminal would
+ * show it: its stderr as output beside its stdout, and its command line as a marker once the
+ * device says the command runs.
  */
 import { StringDecoder } from 'node:string_decoder';
 import { castEventLine, castHeaderLine, type CastCode } from '../../shared/asciicast';
+import { MAX_TEXT } from './frame-messages';
 
 /** What the taps queue: a timestamp from the monotonic clock and what passed. */
 export type PendingEvent =
   | { t: number; code: 'o' | 'i'; data: Buffer }
-  /** A text message from the client (resize) or the device (exit). */
+  /** A text message from the client (resize, exec) or the device (exit, stderr, exec.started). */
   | { t: number; code: 'client-text' | 'device-text'; data: Buffer }
   | { t: number; code: 'm'; data: string };
 
@@ -26,8 +30,10 @@ export interface CastIdentity {
 
 export class CastEncoder {
   readonly #startMono = performance.now();
-  #decoders = { o: new StringDecoder('utf8'), i: new StringDecoder('utf8') };
+  #decoders = { o: new StringDecoder('utf8'), i: new StringDecoder('utf8'), e: new StringDecoder('utf8') };
   #lastT = 0;
+  /** The command line the client asked this stream to run, until the device says it runs. */
+  #execLine: string | undefined;
 
   /** The time of the last event encoded (s): the cast's duration so far. */
   get lastT(): number {
@@ -68,16 +74,22 @@ export class CastEncoder {
         break;
       case 'client-text': {
         const size = resizeOf(e.data);
-        if (!size) return '';
+        if (!size) {
+          this.#execLine = execLineOf(e.data) ?? this.#execLine;
+          return '';
+        }
         code = 'r';
         data = `${size.cols}x${size.rows}`;
         break;
       }
       case 'device-text': {
-        const exit = exitOf(e.data);
-        if (exit === undefined) return '';
-        code = 'm';
-        data = `exit ${exit}`;
+        const m = jsonOf(e.data);
+        const exit = exitOf(m);
+        if (exit !== undefined) [code, data] = ['m', `exit ${exit}`];
+        else if (m?.type === 'stderr' && typeof m.data === 'string') [code, data] = ['o', this.#decoders.e.write(Buffer.from(m.data, 'base64'))];
+        else if (m?.type === 'exec.started' && this.#execLine !== undefined) [code, data] = ['m', this.#execLine];
+        else return '';
+        if (m?.type === 'exec.started') this.#execLine = undefined;
         break;
       }
       case 'm':
@@ -96,11 +108,12 @@ export class CastEncoder {
    */
   endStream(): Array<{ code: 'o' | 'i'; rest: string }> {
     const rests: Array<{ code: 'o' | 'i'; rest: string }> = [];
-    for (const code of ['o', 'i'] as const) {
+    for (const code of ['o', 'i', 'e'] as const) {
       const rest = this.#decoders[code].end();
-      if (rest) rests.push({ code, rest });
+      if (rest) rests.push({ code: code === 'e' ? 'o' : code, rest });
       this.#decoders[code] = new StringDecoder('utf8');
     }
+    this.#execLine = undefined;
     return rests;
   }
 }
@@ -124,7 +137,22 @@ function resizeOf(text: Buffer): { cols: number; rows: number } | undefined {
 }
 
 /** A shell exit message's code, or undefined. */
-function exitOf(text: Buffer): number | undefined {
-  const m = jsonOf(text);
+function exitOf(m: Record<string, unknown> | undefined): number | undefined {
   return m?.type === 'exit' && Number.isInteger(m.code) ? (m.code as number) : undefined;
+}
+
+/** A word as a POSIX shell reads it back: bare when that is safe, else in single quotes. */
+const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`);
+
+/**
+ * The marker of an exec request (`exec ARGV…`, quoted as a shell would take it), or undefined when
+ * the message is none. A request over a recorder's message size arrives cut (./frame-messages):
+ * it is named, its command line is not.
+ */
+function execLineOf(text: Buffer): string | undefined {
+  const m = jsonOf(text);
+  if (m === undefined)
+    return text.length === MAX_TEXT && /^\s*\{\s*"type"\s*:\s*"exec"/.test(text.toString('latin1', 0, 64)) ? 'exec (a command line over 4 KiB)' : undefined;
+  if (m.type !== 'exec' || !Array.isArray(m.argv) || m.argv.length === 0 || !m.argv.every((a) => typeof a === 'string')) return undefined;
+  return `exec ${(m.argv as string[]).map(shellWord).join(' ')}`;
 }

@@ -2,12 +2,15 @@
  * @module `tether shell DEVICE`: an interactive shell on the device. The local terminal goes
  * into raw mode (so Ctrl-C, Ctrl-D and friends reach the remote shell), window resizes are
  * forwarded, the terminal is restored on every way out, the session is closed when the shell
- * ends, and the command exits with the remote shell's exit code.
+ * ends, and the command exits with the remote shell's exit code. The relay's notices (the session
+ * expires soon) are printed on lines of their own.
  */
 import type { Context } from '../context';
 import { closeSession, openSession } from '../sessions';
 import { explainClose, serverShutDown } from '../explain-close';
 import { openStream } from '../stream';
+import { parseTextFrame } from '../../shared/protocol/text-frame';
+import { streamNotice } from '../../shared/protocol/session-stream';
 
 const INPUT_HIGH_WATER = 1024 * 1024;
 
@@ -61,6 +64,11 @@ export async function shell(ctx: Context, device: string, flags: ShellFlags): Pr
       }
     });
     stream.onShellExit((exit) => (exitCode = exit.code));
+    // The broker's notices (the session expires soon): on the terminal, framed so raw mode does not garble them.
+    ws.on('text', function shellOnNotice(text: string) {
+      const notice = parseTextFrame(streamNotice, text);
+      if (notice) ctx.notice(`\r\n[${notice.message}]\r`);
+    });
 
     // Signals that still reach us (from outside, or Ctrl-C without a terminal): leave cleanly.
     let signalled: NodeJS.Signals | undefined;

@@ -11,7 +11,7 @@
  * so the control node takes the name in the subject as proven.
  */
 import * as z from 'zod/mini';
-import { relayToAgentMessage, closeReasonSchema, sessionProtocolSchema } from './control-channel';
+import { relayToAgentMessage, closeReasonSchema, sessionProtocolSchema, streamModeSchema } from './control-channel';
 
 /** What a node asks or tells the control node, on `tether.control.<node name>.<verb>`. */
 export const CONTROL_VERBS = {
@@ -119,7 +119,12 @@ export const streamAuthReply = z.union([
 ]);
 
 /** The stream `stream_id` of a session whose client joined the asking node, granted to it moments ago. */
-export const streamOpenRequest = z.object({ session_id: sessionId, stream_id: z.string().check(z.regex(/^[a-z2-7]{26}$/)) });
+export const streamOpenRequest = z.object({
+  session_id: sessionId,
+  stream_id: z.string().check(z.regex(/^[a-z2-7]{26}$/)),
+  /** What the client asked the stream to run (`stream.open`'s `mode`); absent: a shell. */
+  mode: z.optional(streamModeSchema),
+});
 /** `sent`: the node that holds the agent handed it the message. */
 export const sentReply = z.object({ sent: z.boolean() });
 
@@ -204,6 +209,14 @@ export const broadcastMessage = z.discriminatedUnion('type', [
   /** A session opened: the node that holds its agent tells it. */
   z.object({
     type: z.literal('session.opened'),
+    session_id: sessionId,
+    device_id: deviceId,
+    protocol: sessionProtocolSchema,
+    expires_at: z.string(),
+  }),
+  /** A session's end moved (an extend): the node that holds its agent tells it, the one that holds its stream warns the client anew. */
+  z.object({
+    type: z.literal('session.extended'),
     session_id: sessionId,
     device_id: deviceId,
     protocol: sessionProtocolSchema,

@@ -55,6 +55,17 @@ export const sessionProtocolSchema = z.enum(SESSION_PROTOCOLS);
 export type SessionProtocol = z.infer<typeof sessionProtocolSchema>;
 
 /**
+ * What a `shell` session's stream runs, as its client asks in the stream URL (`&mode=exec`;
+ * docs/session-streams.md, exec): a login shell in a PTY (`shell`, the default), or one command
+ * without a PTY (`exec`). The URL's query parameter and `stream.open`'s field carry it.
+ */
+export const STREAM_MODES = ['shell', 'exec'] as const;
+export const streamModeSchema = z.enum(STREAM_MODES);
+export type StreamMode = z.infer<typeof streamModeSchema>;
+/** The stream URL's query parameter that names the mode. */
+export const STREAM_MODE_PARAM = 'mode';
+
+/**
  * Why a session closed; `token_expired`: the token that opened it expired; `idle`: no client was
  * connected to its stream for the server's idle time (`TETHER_SESSION_IDLE_SECONDS`).
  */
@@ -118,6 +129,14 @@ export const streamOpenMessage = z.object({
    * message (`streamOpenSignature`, `shared/auth/agent-proofs.ts`). The agent dials no other URL.
    */
   sig: z.optional(z.string().check(z.maxLength(128))),
+  /**
+   * A `shell` stream's mode; absent means `shell`. Sent only for `exec`, so a shell stream's
+   * message is what it always was. Agents that predate it drop it (objects here are not strict)
+   * and run a shell, which a client that asked for exec tells by the missing `exec.started`. Not
+   * covered by `sig`: the node that holds the agent may send an unsigned `stream.open` itself, and
+   * a mode runs nothing the client did not ask for (an exec stream runs only the client's argv).
+   */
+  mode: z.optional(streamModeSchema),
 });
 
 export const relayToAgentMessage = z.discriminatedUnion('type', [welcomeMessage, sessionOpenedMessage, sessionCloseMessage, streamOpenMessage]);

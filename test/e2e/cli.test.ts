@@ -196,7 +196,8 @@ describe('cp', () => {
     expect(sha(join(root, 'renamed.bin'))).toBe(sha(join(local, 'single.bin')));
 
     const back = tempDir();
-    expect((await tether(['cp', 'cli-1:tree', back])).code).toBe(0); // into an existing directory
+    // into an existing directory; -r as scp users type it (directories are always copied whole)
+    expect((await tether(['cp', '-r', 'cli-1:tree', back])).code).toBe(0);
     expect(treeDigest(join(back, 'tree'))).toEqual(treeDigest(tree));
     expect((await tether(['cp', 'cli-1:/renamed.bin', join(back, 'copy.bin')])).code).toBe(0);
     expect(sha(join(back, 'copy.bin'))).toBe(sha(join(local, 'single.bin')));

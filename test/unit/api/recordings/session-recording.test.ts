@@ -3,35 +3,14 @@
  * frames split anywhere: a UTF-8 character cut at any byte survives whole, and the file is a valid
  * multi-member gzip of a cast whatever the cut.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { SessionRecording } from '../../../../api/recordings/session-recording';
-import { createLogger } from '../../../../shared/log';
-import type { RecordingProgress } from '../../../../api/store/recordings';
 import { parseCastStrict } from '../../../helpers/asciicast';
-import { tempDir } from '../../../helpers/stack';
+import { unitRecording } from '../../../helpers/session-recording';
 
 const BINARY = 2;
 
 async function record(slices: Buffer[], options: { maxStoredBytes?: number } = {}) {
-  const dir = tempDir('tether-rec-unit-');
-  const progress: RecordingProgress[] = [];
-  const rec = new SessionRecording({
-    sessionId: 'sess-unit',
-    deviceId: 'dev',
-    username: 'ann',
-    path: join(dir, 'cast.gz'),
-    startedAt: Date.UTC(2026, 0, 1),
-    recordInput: false,
-    maxStoredBytes: options.maxStoredBytes ?? 1 << 30,
-    log: createLogger({ level: 'error', write: () => {} }),
-    onProgress: async (p) => {
-      progress.push(p);
-    },
-    now: () => Date.UTC(2026, 0, 1, 0, 1),
-  });
+  const { rec, progress, castText } = unitRecording('sess-unit', options);
   const stream = rec.streamStarted();
   // One frame whose payload arrives as these slices, as the relay passes it on.
   stream.fromDevice.frame(
@@ -42,7 +21,7 @@ async function record(slices: Buffer[], options: { maxStoredBytes?: number } = {
   for (const s of slices) stream.fromDevice.payload(s);
   stream.end();
   await rec.close();
-  const text = gunzipSync(readFileSync(join(dir, 'cast.gz'))).toString('utf8');
+  const text = castText();
   return { text, cast: parseCastStrict(text), progress: progress.at(-1)! };
 }
 
@@ -84,22 +63,7 @@ describe('a session recording', () => {
   });
 
   it('a session closed while a stream on another node is still recorded waits for its last frames and its end', async () => {
-    const dir = tempDir('tether-rec-unit-');
-    const progress: RecordingProgress[] = [];
-    const rec = new SessionRecording({
-      sessionId: 'sess-late',
-      deviceId: 'dev',
-      username: 'ann',
-      path: join(dir, 'cast.gz'),
-      startedAt: Date.UTC(2026, 0, 1),
-      recordInput: false,
-      maxStoredBytes: 1 << 30,
-      log: createLogger({ level: 'error', write: () => {} }),
-      onProgress: async (p) => {
-        progress.push(p);
-      },
-      now: () => Date.UTC(2026, 0, 1, 0, 1),
-    });
+    const { rec, progress, cast } = unitRecording('sess-late');
     const stream = rec.streamStarted();
     const closed = rec.close(); // the session closed; the edge has not sent its frames yet
     let done = false;
@@ -111,9 +75,8 @@ describe('a session recording', () => {
     stream.fromDevice.payload(late);
     stream.end();
     await closed;
-    const text = gunzipSync(readFileSync(join(dir, 'cast.gz'))).toString('utf8');
     expect(
-      parseCastStrict(text)
+      cast()
         .events.map((e) => e[2])
         .join(''),
     ).toBe('the last words');

@@ -10,34 +10,40 @@ import { DEFAULT_FORWARD_ALLOW, parseAllowList, type ForwardPattern } from '../s
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../shared/log';
 import { describeProblems, problemsOf } from '../shared/zod-issues';
 
-const schema = z.object({
-  server: z
-    .string({ error: 'is required (--server URL or TETHER_SERVER)' })
-    .check(
-      z.refine(
-        (s) => serverList(s).length > 0 && serverList(s).every((u) => /^(https?|wss?):\/\/[^/]/.test(u) && URL.canParse(u)),
-        'must be an http(s):// or ws(s):// URL, or several comma-separated',
+/**
+ * The settings' schema, built for the one parse at start and dropped after it: kept at module
+ * level, its zod objects (and the parser zod compiles for them) stayed in every idle agent's heap
+ * (BENCHMARKS.md, "The agent as one file", third round).
+ */
+const settingsSchema = () =>
+  z.object({
+    server: z
+      .string({ error: 'is required (--server URL or TETHER_SERVER)' })
+      .check(
+        z.refine(
+          (s) => serverList(s).length > 0 && serverList(s).every((u) => /^(https?|wss?):\/\/[^/]/.test(u) && URL.canParse(u)),
+          'must be an http(s):// or ws(s):// URL, or several comma-separated',
+        ),
       ),
+    deviceId: z
+      .string({ error: 'is required (--device-id ID or TETHER_DEVICE_ID)' })
+      .check(z.regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 characters of [A-Za-z0-9._-]')),
+    token: z.string({ error: 'is required (--token T or TETHER_DEVICE_TOKEN)' }).check(z.minLength(1, 'must not be empty')),
+    filesRoot: z._default(z.string().check(z.minLength(1)), '.'),
+    logDirs: z._default(z.string().check(z.minLength(1)), '/var/log'),
+    maxSessions: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(10_000)), 16),
+    maxUploadBytes: z._default(z.coerce.number().check(z.int(), z.gte(0)), 0),
+    warmShell: z._default(z.enum(['0', '1', 'true', 'false'], { error: 'must be 1 or 0' }), '1'),
+    stateDir: z.optional(z.string().check(z.minLength(1))),
+    forwardAllow: z._default(
+      z.string().check(z.refine((s) => parseAllowList(s).ok, { error: (i) => `${(parseAllowList(String(i.input)) as { problem: string }).problem}` })),
+      DEFAULT_FORWARD_ALLOW.join(','),
     ),
-  deviceId: z
-    .string({ error: 'is required (--device-id ID or TETHER_DEVICE_ID)' })
-    .check(z.regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 characters of [A-Za-z0-9._-]')),
-  token: z.string({ error: 'is required (--token T or TETHER_DEVICE_TOKEN)' }).check(z.minLength(1, 'must not be empty')),
-  filesRoot: z._default(z.string().check(z.minLength(1)), '.'),
-  logDirs: z._default(z.string().check(z.minLength(1)), '/var/log'),
-  maxSessions: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(10_000)), 16),
-  maxUploadBytes: z._default(z.coerce.number().check(z.int(), z.gte(0)), 0),
-  warmShell: z._default(z.enum(['0', '1', 'true', 'false'], { error: 'must be 1 or 0' }), '1'),
-  stateDir: z.optional(z.string().check(z.minLength(1))),
-  forwardAllow: z._default(
-    z.string().check(z.refine((s) => parseAllowList(s).ok, { error: (i) => `${(parseAllowList(String(i.input)) as { problem: string }).problem}` })),
-    DEFAULT_FORWARD_ALLOW.join(','),
-  ),
-  forwardMaxConnections: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(10_000)), 64),
-  forwardIdleTimeout: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(7 * 24 * 3600)), 600),
-  logLevel: z.optional(z.enum(LOG_LEVELS, { error: 'must be debug, info, warn or error (TETHER_LOG_LEVEL)' })),
-  logFormat: z.optional(z.enum(LOG_FORMATS, { error: 'must be json or text (TETHER_LOG_FORMAT)' })),
-});
+    forwardMaxConnections: z._default(z.coerce.number().check(z.int(), z.gte(1), z.lte(10_000)), 64),
+    forwardIdleTimeout: z._default(z.coerce.number().check(z.int(), z.gte(0), z.lte(7 * 24 * 3600)), 600),
+    logLevel: z.optional(z.enum(LOG_LEVELS, { error: 'must be debug, info, warn or error (TETHER_LOG_LEVEL)' })),
+    logFormat: z.optional(z.enum(LOG_FORMATS, { error: 'must be json or text (TETHER_LOG_FORMAT)' })),
+  });
 
 /** The URLs of one server (a node). */
 export interface AgentServer {
@@ -115,7 +121,7 @@ export interface AgentFlags {
 /** Merges flags over the environment; throws an Error listing every problem. */
 export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Readonly<AgentConfig> {
   const pick = (flag: string | undefined, name: string) => flag ?? (env[name] || undefined);
-  const result = schema.safeParse({
+  const result = settingsSchema().safeParse({
     server: pick(flags.server, 'TETHER_SERVER'),
     deviceId: pick(flags.deviceId, 'TETHER_DEVICE_ID'),
     token: pick(flags.token, 'TETHER_DEVICE_TOKEN'),
@@ -132,7 +138,11 @@ export function loadAgentConfig(flags: AgentFlags, env: NodeJS.ProcessEnv): Read
     logFormat: pick(undefined, 'TETHER_LOG_FORMAT'),
   });
   if (!result.success) {
-    throw new Error(`invalid agent settings:\n  ${describeProblems(problemsOf(result.error.issues, { unknownKey: 'unknown setting' }), '\n  ')}`);
+    const problems = problemsOf(result.error.issues, { unknownKey: 'unknown setting' }).map((p) =>
+      // The operator's token in the agent's place: the most likely mix-up of two tether settings.
+      p.path === 'token' && env.TETHER_TOKEN ? { ...p, message: `${p.message}; TETHER_TOKEN is the tether command's (a user's), not the agent's` } : p,
+    );
+    throw new Error(`invalid agent settings:\n  ${describeProblems(problems, '\n  ')}`);
   }
   const c = result.data;
   const servers = [

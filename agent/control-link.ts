@@ -14,7 +14,7 @@ import { parseTextFrame } from '../shared/protocol/text-frame';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { connectWsClient, HandshakeError, type WsClient } from '../shared/websocket/client';
 import type { AgentConfig } from './config';
-import { logTryEnd, refusalMessage, type ReconnectPolicy, type TryEnd } from './reconnect';
+import { logTryEnd, refusalMessage, tokenReplacedMessage, type ReconnectPolicy, type TryEnd } from './reconnect';
 import type { ServerChoice } from './servers';
 
 export type AgentState = 'connecting' | 'connected' | 'waiting' | 'stopped';
@@ -43,6 +43,8 @@ export function createControlLink(config: Readonly<AgentConfig>, deps: ControlLi
   let reconnectTimer: NodeJS.Timeout | undefined;
   let livenessTimer: NodeJS.Timeout | undefined;
   let connectedAt = 0;
+  /** The server closed the connection because the device's token was replaced (4411): its 401s then mean that. */
+  let tokenReplaced = false;
 
   function setState(next: AgentState): void {
     state = next;
@@ -88,6 +90,7 @@ export function createControlLink(config: Readonly<AgentConfig>, deps: ControlLi
     if (state === 'stopped') return socket.terminate();
     ws = socket;
     connectedAt = performance.now();
+    tokenReplaced = false;
     if (reconnect.connected()) log.info("the server accepts this agent's token again");
     setState('connected');
     armLiveness(socket);
@@ -107,7 +110,10 @@ export function createControlLink(config: Readonly<AgentConfig>, deps: ControlLi
       backoff.connectionEnded(performance.now() - connectedAt);
       connectedAt = 0;
       if (code === AGENT_CLOSE.deviceDeleted) log.error('this device was deleted from the registry');
-      if (code === AGENT_CLOSE.tokenRotated) log.error('this device was given a new agent token; start the agent with it (TETHER_DEVICE_TOKEN)');
+      if (code === AGENT_CLOSE.tokenRotated) {
+        tokenReplaced = true;
+        log.error(tokenReplacedMessage(config.deviceId));
+      }
       if (state === 'stopped') return;
       retry({ closed: { code, reason, err: socket.error?.message } });
     });
@@ -116,7 +122,7 @@ export function createControlLink(config: Readonly<AgentConfig>, deps: ControlLi
   /** Logs how the connection or the try ended, and dials again (another server, if it has several) after the backoff. */
   function retry(end: TryEnd): void {
     const next = reconnect.failed(end.refusal?.status);
-    logTryEnd(log, end, next, config.deviceId, reconnect.longMs);
+    logTryEnd(log, end, next, { deviceId: config.deviceId, longMs: reconnect.longMs, tokenReplaced });
     servers.moveOn();
     setState('waiting');
     reconnectTimer = setTimeout(connect, next.delayMs);

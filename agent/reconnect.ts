@@ -83,11 +83,19 @@ export interface TryEnd {
   failure?: string;
 }
 
+/** What `logTryEnd` says the refusals mean. */
+export interface RefusalContext {
+  deviceId: string;
+  longMs: number;
+  /** The server said this device's token was replaced (close 4411) since the agent last connected. */
+  tokenReplaced: boolean;
+}
+
 /** Logs how the connection or the try ended (one line), and once when the server starts refusing the token. */
-export function logTryEnd(log: Logger, end: TryEnd, next: NextTry, deviceId: string, longMs: number): void {
+export function logTryEnd(log: Logger, end: TryEnd, next: NextTry, why: RefusalContext): void {
   const { closed, refusal, failure } = end;
   const delay_ms = next.delayMs;
-  if (next.changed) log.error(tokenRefusedMessage(deviceId, formatWait(longMs)), { status: 401, refusals: next.refusals });
+  if (next.changed) log.error(tokenRefusedMessage(why), { status: 401, refusals: next.refusals });
   // One line per try; while the token is refused, only at debug (the line above said it all).
   const quiet = next.mode === 'token_refused' || refusal?.status === 401;
   if (closed) log.info('disconnected from broker; reconnecting', { ...closed, delay_ms });
@@ -104,11 +112,26 @@ export function refusalMessage(body: string): string {
   }
 }
 
-/** What an operator reads once when the server keeps refusing the token (401), and what to do. */
-function tokenRefusedMessage(deviceId: string, every: string): string {
+/** Where the agent's token goes: the environment, or the packaged agent's settings file. */
+const TOKEN_PLACE = 'TETHER_DEVICE_TOKEN (/etc/tether/agent.env for the packaged agent)';
+
+/** What an operator reads when the server closes the connection because the device's token was replaced. */
+export function tokenReplacedMessage(deviceId: string): string {
   return (
-    `the server refuses this agent's token (401): the device is not registered or the token is not its own; ` +
-    `register it (\`tether device add ${deviceId}\` prints a new token), set the token in TETHER_DEVICE_TOKEN ` +
-    `and restart the agent; retrying every ${every}`
+    `the server replaced this device's agent token: the new one is what \`tether device rotate-token ${deviceId}\` printed ` +
+    `(run it again for another); put it in ${TOKEN_PLACE} and restart the agent`
   );
+}
+
+/**
+ * What an operator reads once when the server keeps refusing the token (401), and what to do.
+ * The server answers every wrong token alike (saying which devices exist would help a guesser),
+ * so unless it closed the connection saying the token was replaced, both causes are named.
+ */
+function tokenRefusedMessage({ deviceId, longMs, tokenReplaced }: RefusalContext): string {
+  const why = tokenReplaced
+    ? `the device's token was replaced: the new one is what \`tether device rotate-token ${deviceId}\` printed (run it again for another)`
+    : `the device's token was replaced (\`tether device rotate-token ${deviceId}\` prints a new one) or the device is not ` +
+      `registered (\`tether device add ${deviceId}\` registers it and prints its token)`;
+  return `the server refuses this agent's token (401): ${why}; put the token in ${TOKEN_PLACE} and restart the agent; retrying every ${formatWait(longMs)}`;
 }

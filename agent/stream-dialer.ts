@@ -7,8 +7,8 @@
 import { agentKey, streamProof } from '../shared/auth/agent-proofs';
 import type { Logger } from '../shared/log';
 import type { StagingJournal } from '../shared/files/tar-extract';
-import { AGENT_HEADERS, type AgentToRelayMessage, type SessionProtocol } from '../shared/protocol/control-channel';
-import { STREAM_CLOSE, STREAM_END } from '../shared/protocol/session-stream';
+import { AGENT_HEADERS, type AgentToRelayMessage, type SessionProtocol, type StreamMode } from '../shared/protocol/control-channel';
+import { STREAM_CLOSE, STREAM_END } from '../shared/protocol/stream-close';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
 import { connectWsClient, type WsClient } from '../shared/websocket/client';
 import type { AgentConfig } from './config';
@@ -26,6 +26,8 @@ const HANDLERS: Record<SessionProtocol, () => Promise<HandlerFactory>> = {
   'file-transfer': () => import('./file-transfer/handler').then((m) => m.startFileTransfer),
   'port-forward': () => import('./port-forward/handler').then((m) => m.startPortForward),
 };
+/** A shell stream whose client asked for one command (`mode: exec`): no PTY, no node-pty loaded. */
+const loadExec = () => import('./exec/exec-stream').then((m) => m.startExecStream);
 
 interface ActiveStream {
   streamId: string;
@@ -47,6 +49,8 @@ export interface StreamRequest {
   url?: string | undefined;
   /** The control node's signature, for a `url` that is not one of the agent's own servers. */
   sig?: string | undefined;
+  /** A shell stream's mode: `exec` runs the command its client sends first; else a login shell. */
+  mode?: StreamMode | undefined;
 }
 
 /** The agent's data streams: dialled on request, ended by session or all at once. */
@@ -85,7 +89,7 @@ export function createStreamDialer(
       });
       return;
     }
-    const handlerLoaded = HANDLERS[req.protocol]();
+    const handlerLoaded = req.protocol === 'shell' && req.mode === 'exec' ? loadExec() : HANDLERS[req.protocol]();
     const dialing = new AbortController();
     const stream: ActiveStream = { streamId: req.stream_id, sessionId: req.session_id, dialing };
     active.set(req.stream_id, stream);

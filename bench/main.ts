@@ -134,6 +134,8 @@ async function main(): Promise<void> {
     const full = { seconds: 3, rounds: 3, clients: 32, devices: 20, users: 800, agents: 1500, pinned: 200 };
     results.push(...(await peersBench(quick ? { seconds: 1, rounds: 1, clients: 8, devices: 6, users: 200, agents: 60, pinned: 10 } : full)));
   }
+  // Only by name (`--only=agent-package`): it needs `npm run package` first.
+  if (only?.includes('agent-package')) results.push(...(await (await import('./agent-package')).agentPackageBench(quick)));
   printTable(results);
   const misses = results.filter((r) => r.met === false).length;
   console.log(`\n${results.length} figures, ${misses} target${misses === 1 ? '' : 's'} missed${quick ? ' (quick run: figures are not comparable)' : ''}`);

@@ -1,5 +1,6 @@
 /**
- * @module Entry point of the single-file agent bundle (`dist/tether-agent.js`; README, installing the agent):
+ * @module Entry point of the single-file agent bundle (`dist/tether-agent.js`; README, installing the agent)
+ * and of the one-file executable (`dist/tether-agent-linux-x64`, scripts/package.mjs):
  * `node tether-agent.js [--server URL] [--device-id ID] [--token T] [--files-root DIR] [--log-dirs A:B]`.
  *
  * `tether agent` runs this bundle too (the `dist/tether.cjs` launcher loads it): it then answers
@@ -7,8 +8,11 @@
  * client, the server and their libraries (issue 14: about 20 MiB less resident memory at idle).
  */
 import { TETHER_VERSION } from '../shared/version';
+import { describeProblems } from '../shared/zod-issues';
 import { AgentUsageError, parseAgentArgs } from './agent-args';
+import { ConfigError } from './config-error';
 import { runAgent } from './run-agent';
+import { unknownSettings } from './settings-names';
 
 const viaTether = require.main !== module;
 const name = viaTether ? 'tether' : 'tether-agent';
@@ -21,6 +25,10 @@ async function main(): Promise<void> {
   const parsed = parseAgentArgs(process.argv.slice(viaTether ? 3 : 2), command);
   if (parsed.kind === 'help') return void process.stdout.write(parsed.text);
   if (parsed.kind === 'version') return void process.stdout.write(`${TETHER_VERSION}\n`);
+  // A misspelled name (TETHER_DEVICE_TOKN) stops the agent; another tether command's settings
+  // (the server's, the CLI's TETHER_TOKEN) are left alone: a device may run those too.
+  const unknown = unknownSettings(process.env);
+  if (unknown.length > 0) throw new ConfigError(`invalid agent settings:\n  ${describeProblems(unknown, '\n  ')}`);
   await runAgent(parsed.flags, process.env);
 }
 

@@ -3,42 +3,10 @@
  * of each protocol. Binary frames carry bytes; text frames carry one JSON object each.
  */
 import * as z from 'zod/mini';
-import type { CloseReason, SessionProtocol } from './control-channel';
+import type { SessionProtocol } from './control-channel';
 
-/** `/v1/remote-access/sessions/{sessionId}/stream` */
-export const STREAM_PATH = /^\/v1\/remote-access\/sessions\/([^/]+)\/stream$/;
-
-/** Close codes sent to the client. */
-export const STREAM_CLOSE = {
-  normal: 1000,
-  serverShutdown: 1001,
-  internalError: 1011,
-  sessionClosed: 4000,
-  sessionExpired: 4001,
-  unknownSession: 4004,
-  busy: 4009,
-  /** The other end broke the frames of the session's protocol (a port-forward stream's records or messages). */
-  protocolViolation: 4400,
-  noCredentials: 4401,
-  deviceTimeout: 4504,
-} as const;
-
-/** Why a session's streams end: the session closed for a reason, or the device's agent is stopping. */
-export type StreamEndReason = CloseReason | 'agent_stopping';
-
-/**
- * The close code and reason a client gets when a session's stream ends for `reason`, the same
- * from the relay and from the device.
- */
-export const STREAM_END: Readonly<Record<StreamEndReason, { code: number; text: string }>> = {
-  closed: { code: STREAM_CLOSE.sessionClosed, text: 'session closed' },
-  expired: { code: STREAM_CLOSE.sessionExpired, text: 'session expired' },
-  token_expired: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: the token that opened it expired' },
-  device_deleted: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: the device was deleted' },
-  idle: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: no client was connected for too long' },
-  server_shutdown: { code: STREAM_CLOSE.serverShutdown, text: 'server shutting down' },
-  agent_stopping: { code: STREAM_CLOSE.serverShutdown, text: 'agent stopping' },
-};
+// The path and close codes live in a module without zod, which the agent imports from its start on.
+export { STREAM_CLOSE, STREAM_END, STREAM_PATH, type StreamEndReason } from './stream-close';
 
 /** What the relay needs to know to serve a client admitted to a session's stream. */
 export interface StreamGrant {
@@ -80,6 +48,61 @@ export interface ShellExit {
   type: 'exit';
   code: number;
 }
+
+// shell, exec: one command without a PTY (docs/session-streams.md, exec), on a stream joined with
+// `&mode=exec`; the client's first frame is the request; stdout is binary frames, stderr text frames (as SSH carries stderr apart,
+// as "extended data", RFC 4254 §5.2), so every binary byte is still one byte stream.
+
+/** The most arguments an exec request carries, and the most UTF-8 bytes of one. */
+export const EXEC_MAX_ARGS = 64;
+export const EXEC_MAX_ARG_BYTES = 4096;
+/** The most stderr bytes one `stderr` frame carries: its JSON stays under 4 KiB, a recorder's message size. */
+export const EXEC_STDERR_CHUNK = 3000;
+
+const utf8Bytes = (s: string) => new TextEncoder().encode(s).length;
+const execArg = z.string().check(
+  z.maxLength(EXEC_MAX_ARG_BYTES),
+  z.refine((s) => !s.includes('\0') && utf8Bytes(s) <= EXEC_MAX_ARG_BYTES, `at most ${EXEC_MAX_ARG_BYTES} bytes, no NUL`),
+);
+
+/** Client → device, the stream's first frame: run `argv` (argv[0] found on the PATH) instead of a login shell. */
+export const execRequest = z.object({
+  type: z.literal('exec'),
+  argv: z.array(execArg).check(
+    z.minLength(1),
+    z.maxLength(EXEC_MAX_ARGS),
+    z.refine((argv) => argv[0] !== '', 'the command is empty'),
+  ),
+});
+export type ExecRequest = z.infer<typeof execRequest>;
+
+/** Client → device: the client's standard input ended; the command's stdin is closed. */
+export const execEof = z.object({ type: z.literal('eof') });
+export type ExecEof = z.infer<typeof execEof>;
+
+/** Device → client: the command runs; the binary bytes before this frame (if any) were not its output. */
+export interface ExecStarted {
+  type: 'exec.started';
+}
+/** Device → client: bytes the command wrote to its stderr, base64, at most EXEC_STDERR_CHUNK of them. */
+export interface ExecStderr {
+  type: 'stderr';
+  data: string;
+}
+/** Device → client, last: the exit code (128 + N when killed by signal N, named in `signal`); then the device closes. */
+export interface ExecExit {
+  type: 'exit';
+  code: number;
+  signal: string | null;
+}
+
+/** Any text frame a device sends an exec client. */
+export const execDeviceFrame: z.ZodMiniType<ExecStarted | ExecStderr | ExecExit> = z.union([
+  z.object({ type: z.literal('exec.started') }),
+  z.object({ type: z.literal('stderr'), data: z.base64().check(z.maxLength(Math.ceil(EXEC_STDERR_CHUNK / 3) * 4)) }),
+  z.object({ type: z.literal('exit'), code: z.int().check(z.gte(0), z.lte(255)), signal: z.nullable(z.string().check(z.maxLength(32))) }),
+]);
+export type ExecDeviceFrame = ExecStarted | ExecStderr | ExecExit;
 
 // diagnostics and file-transfer: request / response
 
@@ -158,6 +181,20 @@ export type UploadReady = z.infer<typeof uploadReady>;
 export const uploadDone = z.object({ files: z.int().check(z.gte(0)), bytes: z.int().check(z.gte(0)) });
 export type UploadDone = z.infer<typeof uploadDone>;
 
+// file-transfer ops that change the tree (docs/session-streams.md, changing files): the params a
+// device takes, which the console builds its requests with. Paths are relative to the files root.
+
+const treePath = z.string().check(z.minLength(1), z.maxLength(4096));
+/** `remove`: a file, a symbolic link (never followed), or a directory (a non-empty one only with `recursive`) → `{}`. */
+export const removeParams = z.strictObject({ path: treePath, recursive: z.optional(z.boolean()) });
+export type RemoveParams = z.infer<typeof removeParams>;
+/** `mkdir`: one new directory in an existing one → its FileEntry. */
+export const mkdirParams = z.strictObject({ path: treePath });
+export type MkdirParams = z.infer<typeof mkdirParams>;
+/** `rename`: moves `from` to `to`, which must not exist (`exists`), both inside the root → the moved FileEntry. */
+export const renameParams = z.strictObject({ from: treePath, to: treePath });
+export type RenameParams = z.infer<typeof renameParams>;
+
 // The text frames a device sends a client, for the client to parse them.
 
 const frameId = z.int().check(z.gte(0), z.lte(Number.MAX_SAFE_INTEGER));
@@ -182,6 +219,24 @@ export const shellExit: z.ZodMiniType<ShellExit> = z.object({ type: z.literal('e
 export const deviceFrame = z.union([response, downloadDone, shellExit]);
 export type DeviceFrame = Response | DownloadDone | ShellExit;
 
+// Broker → client notices
+
+/**
+ * A text frame of the relay's own, to the client only (never to the device, never recorded):
+ * `session_expiring` before the session's `expires_at` (TETHER_SESSION_WARNINGS: 5 and 1 minute).
+ * A client shows `message`; a `code` it does not know it may ignore.
+ */
+export const streamNotice = z.object({
+  type: z.literal('notice'),
+  code: z.string().check(z.maxLength(64)),
+  expires_at: z.string(),
+  seconds_left: z.int().check(z.gte(0)),
+  message: z.string().check(z.maxLength(1000)),
+});
+export type StreamNotice = z.infer<typeof streamNotice>;
+/** The protocols whose clients get notices: a port-forward peer fails on any text frame not of its protocol. */
+export const NOTICE_PROTOCOLS: readonly SessionProtocol[] = ['shell', 'diagnostics', 'file-transfer'];
+
 /** The text frames a client sends, built one way. */
 export const frames = {
   /** The client's terminal size (shell). */
@@ -190,4 +245,8 @@ export const frames = {
   request: (id: number, op: string, params: Record<string, unknown> = {}): Request => ({ id, op, params }),
   /** The tar of upload `id` is all sent. */
   uploadEnd: (id: number): Request => ({ id, op: 'end' }),
+  /** Run one command instead of a login shell (shell, as the stream's first frame). */
+  exec: (argv: string[]): ExecRequest => ({ type: 'exec', argv }),
+  /** The exec's standard input ended. */
+  eof: (): ExecEof => ({ type: 'eof' }),
 } as const;

@@ -88,9 +88,9 @@ describe('an agent whose token the server refuses', () => {
         level: 'error',
         status: 401,
         msg:
-          "the server refuses this agent's token (401): the device is not registered or the token is not its own; " +
-          'register it (`tether device add op-wrong` prints a new token), set the token in TETHER_DEVICE_TOKEN ' +
-          'and restart the agent; retrying every 5 min',
+          "the server refuses this agent's token (401): the device's token was replaced (`tether device rotate-token op-wrong` prints a new one) " +
+          'or the device is not registered (`tether device add op-wrong` registers it and prints its token); ' +
+          'put the token in TETHER_DEVICE_TOKEN (/etc/tether/agent.env for the packaged agent) and restart the agent; retrying every 5 min',
       }),
     ]);
     expect(agent.stderr.join('\n')).not.toContain(token);

@@ -334,7 +334,7 @@ describe('a cluster of one control node and two edges, left as each test found i
       const rotated = await cluster.admin.post(`/v1/devices/${rotating}/agent-token`, {});
       expect(rotated.status).toBe(200);
       newToken = rotated.body.data.agent_token;
-      await old.waitForLine(/new agent token/);
+      await old.waitForLine(/replaced this device.s agent token/);
       // Edge A had admitted the old token a moment ago (it keeps agent checks for a minute): refused now.
       await old.waitForLine(/"status":401/, 15_000);
       await waitFor(async () => ((await status(rotating)) === 'offline' ? true : undefined), 'the device offline', 15_000);

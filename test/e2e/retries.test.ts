@@ -400,7 +400,7 @@ describe('POST /v1/devices/{id}/agent-token', () => {
     expect(rotated.body.data.agent_token).not.toBe(old);
     await stack.waitForStatus('rotate-1', 'offline');
     // the old agent is refused from now on (it keeps trying, quietly)
-    await agent.waitForLine(/new agent token/);
+    await agent.waitForLine(/replaced this device.s agent token/);
     await agent.waitForLine(/"status":401/);
     expect(await stack.agentStatus('rotate-1')).toBe('offline');
     agent.kill();

@@ -5,8 +5,8 @@
  * from a server that is down.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, isIP, type Socket } from 'node:net';
+import { createBodyReader, parseAnswerHead, upgradeRequest, type AnswerHead } from './http-answer';
 
 const ACCEPT_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const MAX_REFUSAL_BODY = 64 * 1024;
@@ -43,70 +43,96 @@ export async function openingHandshake<T>(url: string, options: HandshakeOptions
   const key = randomBytes(16).toString('base64');
   // TLS loads only for wss: an agent on plain ws (a broker behind a TLS proxy on the same host,
   // or loopback) does not carry it (about 1 MiB of resident memory; BENCHMARKS.md, issue 14).
-  const request = target.protocol === 'wss:' ? (await import('node:https')).request : httpRequest;
+  const tls = target.protocol === 'wss:' ? await import('node:tls') : undefined;
   return new Promise<T>((resolve, reject) => {
     if (options.signal?.aborted) return reject(new HandshakeError('the connection attempt was given up'));
-    const req = request({
-      protocol: target.protocol === 'wss:' ? 'https:' : 'http:',
-      hostname: target.hostname.replace(/^\[|\]$/g, ''),
-      port: target.port,
-      path: `${target.pathname}${target.search}`,
-      agent: false,
-      headers: {
+    let request: Buffer;
+    try {
+      const headers = {
         ...options.headers,
         connection: 'Upgrade',
         upgrade: 'websocket',
         'sec-websocket-version': '13',
         'sec-websocket-key': key,
         ...(options.protocol ? { 'sec-websocket-protocol': options.protocol } : {}),
-      },
-    });
-    // The whole handshake, TCP connect included (req.setTimeout would start only once connected).
+      };
+      request = upgradeRequest(`${target.pathname}${target.search}`, target.host, Object.entries(headers));
+    } catch (err) {
+      return reject(err as Error);
+    }
+    const host = target.hostname.replace(/^\[|\]$/g, '');
+    const port = Number(target.port) || (tls ? 443 : 80);
+    // As https.request: the certificate is checked, SNI names the host unless it is an address.
+    const socket: Socket = tls ? tls.connect({ host, port, servername: isIP(host) ? undefined : host }) : connect({ host, port });
+    // The whole handshake, TCP connect included.
     const timer = setTimeout(() => fail(new HandshakeError('Opening handshake has timed out')), options.handshakeTimeoutMs ?? 10_000);
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-      req.destroy();
-      reject(err);
-    };
     const onAbort = () => fail(new HandshakeError('the connection attempt was given up'));
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    req.on('error', fail);
-    req.on('response', function onRefusal(res: IncomingMessage) {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        if (size < MAX_REFUSAL_BODY) chunks.push(chunk);
-        size += chunk.length;
-      });
-      // 'close', not 'end': a refusal cut short in its body (a proxy dropping the connection
-      // mid-answer) never ends.
-      res.once('close', () => {
-        const body = Buffer.concat(chunks).subarray(0, MAX_REFUSAL_BODY).toString('utf8');
-        fail(new HandshakeError(`Unexpected server response: ${res.statusCode}`, res.statusCode, body));
-      });
-    });
-    req.on('upgrade', function onUpgrade(res: IncomingMessage, socket: Socket, head: Buffer) {
-      socket.on('error', () => {}); // replaced by the caller; a socket never lacks a listener
+    let received: Buffer = Buffer.alloc(0);
+    /** The refusal's body, once its head has come. */
+    let refusal: { status: number; body: ReturnType<typeof createBodyReader> } | undefined;
+
+    function settle(): void {
       clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
+      socket.off('data', onData);
+      socket.off('close', onClose);
+    }
+    function fail(err: Error): void {
+      settle();
+      socket.destroy();
+      reject(err);
+    }
+    const refused = () => fail(new HandshakeError(`Unexpected server response: ${refusal!.status}`, refusal!.status, refusal!.body.text));
+    // Before the answer's head, an error is the attempt's (refused, reset); after it, the refusal ends with the connection.
+    socket.on('error', (err) => (refusal ? undefined : fail(err)));
+    socket.on('data', onData);
+    socket.on('close', onClose);
+    socket.write(request);
+
+    function onClose(): void {
+      if (refusal) refused();
+      else fail(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+    }
+
+    function onData(chunk: Buffer): void {
+      try {
+        if (refusal) return void (refusal.body.push(chunk) && refused());
+        received = received.length > 0 ? Buffer.concat([received, chunk]) : chunk;
+        const answer = parseAnswerHead(received);
+        if (!answer) return;
+        if (answer.status !== 101) {
+          refusal = { status: answer.status, body: createBodyReader(answer, MAX_REFUSAL_BODY) };
+          if (refusal.body.push(answer.rest)) refused();
+          return;
+        }
+        upgraded(answer);
+      } catch (err) {
+        fail(err as Error);
+      }
+    }
+
+    function upgraded({ headers, rest }: AnswerHead): void {
+      settle();
+      socket.pause();
+      socket.removeAllListeners('error');
+      socket.on('error', () => {}); // replaced by the caller; a socket never lacks a listener
       const expected = createHash('sha1')
         .update(key + ACCEPT_GUID)
         .digest('base64');
       const problem =
-        res.headers.upgrade?.toLowerCase() !== 'websocket'
+        headers.upgrade?.toLowerCase() !== 'websocket'
           ? 'Invalid Upgrade header'
-          : res.headers['sec-websocket-accept'] !== expected
+          : headers['sec-websocket-accept'] !== expected
             ? 'Invalid Sec-WebSocket-Accept header'
-            : options.protocol && res.headers['sec-websocket-protocol'] !== options.protocol
+            : options.protocol && headers['sec-websocket-protocol'] !== options.protocol
               ? 'Server sent no subprotocol or another one'
               : undefined;
       if (problem) {
         socket.destroy();
-        return reject(new HandshakeError(problem, res.statusCode));
+        return reject(new HandshakeError(problem, 101));
       }
-      resolve(accept(socket, head));
-    });
-    req.end();
+      resolve(accept(socket, rest));
+    }
   });
 }

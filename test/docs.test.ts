@@ -103,7 +103,13 @@ describe('docs/cli.md', () => {
       },
       () => {},
     );
-    const names = program.commands.flatMap((c) => (c.commands.length > 0 ? c.commands.map((sub) => `${c.name()} ${sub.name()}`) : [c.name()]));
+    // Hidden commands (`forward-master`, `__complete-devices`) are tether's own plumbing, not the user's.
+    const visible = (c: Command) =>
+      c
+        .createHelp()
+        .visibleCommands(c)
+        .filter((sub) => sub.name() !== 'help');
+    const names = visible(program).flatMap((c) => (visible(c).length > 0 ? visible(c).map((sub) => `${c.name()} ${sub.name()}`) : [c.name()]));
     const documented = firstColumn(doc('cli.md'), '## Commands').map((cmd) => cmd.replace(/^tether /, ''));
     for (const name of [...names, 'server', 'agent', 'broker']) {
       expect(

@@ -24,10 +24,11 @@ function printAgentToken(ctx: Context, said: string, t: AgentTokenIssued): void 
   ctx.out.stdout(
     `${said} (shown only this once):\n\n` +
       `  ${t.agent_token}\n\n` +
-      'Start the agent on the device with:\n\n' +
-      `  TETHER_DEVICE_TOKEN=${t.agent_token} tether agent --server ${server} --device-id ${t.device_id}\n\n` +
-      'or, with the single-file bundle (dist/tether-agent.js, node-pty beside it):\n\n' +
-      `  TETHER_DEVICE_TOKEN=${t.agent_token} node tether-agent.js --server ${server} --device-id ${t.device_id}\n`,
+      'On a device with the tether-agent package (README, installing the agent), put these lines in\n' +
+      '/etc/tether/agent.env, then run `sudo systemctl enable --now tether-agent` (or restart it):\n\n' +
+      `  TETHER_SERVER=${server}\n  TETHER_DEVICE_ID=${t.device_id}\n  TETHER_DEVICE_TOKEN=${t.agent_token}\n\n` +
+      'or start the agent by hand:\n\n' +
+      `  TETHER_DEVICE_TOKEN=${t.agent_token} tether agent --server ${server} --device-id ${t.device_id}\n`,
   );
 }
 

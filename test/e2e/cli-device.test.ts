@@ -128,6 +128,8 @@ describe('device rotate-token', () => {
     expect(token).not.toBe(old);
     expect(res.stdout).toContain('the old one no longer works, and an agent connected with it was disconnected');
     expect(res.stdout).toContain(`TETHER_DEVICE_TOKEN=${token} tether agent --server ${stack.url} --device-id dt-1`);
+    // and the lines of the packaged agent's /etc/tether/agent.env
+    expect(res.stdout).toContain(`  TETHER_SERVER=${stack.url}\n  TETHER_DEVICE_ID=dt-1\n  TETHER_DEVICE_TOKEN=${token}\n`);
 
     // the agent with the old token is disconnected and refused from then on
     await stack.waitForStatus('dt-1', 'offline');

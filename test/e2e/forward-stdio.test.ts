@@ -51,7 +51,7 @@ describe('tether forward --stdio', () => {
     expect(a).toMatchObject({ code: 0, stdout: 'first' });
     expect(b).toMatchObject({ code: 0, stdout: 'second' });
     expect((await forwardSessions()).length).toBe(before + 1);
-  }, 30_000);
+  }, 60_000);
 
   it("adds a target to the master's session while it is idle, and refuses one while connections use it", async () => {
     await mastersGone(runDir, 'earlier masters to exit');
@@ -82,7 +82,7 @@ describe('tether forward --stdio', () => {
       other.close();
     }
     await mastersGone(runDir);
-  }, 30_000);
+  }, 60_000);
 
   it('explains a session in the way (409) as the CLI does; forward --quiet prints no forwarding line', async () => {
     await waitFor(async () => (await forwardSessions()).every((s) => s.status === 'closed'), 'earlier sessions to close');

@@ -27,7 +27,13 @@ export function isAlive(pid: number): boolean {
 }
 
 /** Resolves once every master of `runDir` has exited (by itself: its persist time). */
-export const mastersGone = (runDir: string, what = 'the forward masters to exit') => waitFor(() => masterPids(runDir).every((pid) => !isAlive(pid)), what);
+/**
+ * Waits for every master to exit on its own. A master a starter spawned but never reached (it
+ * found another master first) waits the handshake time, 10 s, for a first client before it
+ * goes: the deadline leaves room for that on a loaded machine.
+ */
+export const mastersGone = (runDir: string, what = 'the forward masters to exit') =>
+  waitFor(() => masterPids(runDir).every((pid) => !isAlive(pid)), what, 30_000);
 
 /** SIGTERM to every master still running (it closes its session), SIGKILL to any that lingers. */
 export async function stopMasters(runDir: string): Promise<void> {

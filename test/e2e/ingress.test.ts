@@ -130,12 +130,23 @@ describe('ingress', () => {
     await waitFor(() => ok() > 100, 'traffic through the first servers');
 
     /** Slow requests in flight on the leaving servers while `change` runs: the drain lets them finish first. */
-    async function swapWithSlowRequests(leaving: string, change: () => Promise<void>) {
-      const slow = Array.from({ length: 4 }, () => get(ingress.endpoint, 'web', '/?delay=700').then((a) => ({ ...a, at: Date.now() })));
+    async function swapWithSlowRequests(leaving: Backend[], change: () => Promise<void>) {
+      const all = [...v1, ...v2, ...v3];
+      const arrived = () => all.reduce((n, b) => n + b.slowArrived(), 0);
+      const onLeavingNow = () => leaving.reduce((n, b) => n + b.slowInFlight(), 0);
+      // Round robin beside the steady traffic decides where each lands: send them in fours, each
+      // four arrived before the next, until one is in flight on a leaving server; then change.
+      const slow: Array<Promise<{ status: number; body: string; at: number }>> = [];
+      const start = arrived();
+      while (onLeavingNow() === 0) {
+        expect(slow.length).toBeLessThan(40);
+        for (let i = 0; i < 4; i++) slow.push(get(ingress.endpoint, 'web', '/?delay=700').then((a) => ({ ...a, at: Date.now() })));
+        await waitFor(() => arrived() - start >= slow.length, 'the slow requests to arrive');
+      }
       const done = change().then(() => Date.now());
       const answers = await Promise.all(slow);
-      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
-      const onLeaving = answers.filter((a) => a.body.startsWith(leaving));
+      expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+      const onLeaving = answers.filter((a) => leaving.some((b) => a.body === b.name));
       expect(onLeaving.length).toBeGreaterThan(0);
       expect(await done).toBeGreaterThanOrEqual(Math.max(...onLeaving.map((a) => a.at)));
       const before = ok();
@@ -145,8 +156,8 @@ describe('ingress', () => {
     // In two steps (add, then remove), as a rollout does, and in one.
     await ingress.setRoute('web', route(...v1, ...v2));
     await waitFor(() => (traffic.bodies.get('v2-a') ?? 0) > 20, 'traffic through the added servers');
-    await swapWithSlowRequests('v1', () => ingress.setRoute('web', route(...v2)));
-    await swapWithSlowRequests('v2', () => ingress.setRoute('web', route(...v3)));
+    await swapWithSlowRequests(v1, () => ingress.setRoute('web', route(...v2)));
+    await swapWithSlowRequests(v2, () => ingress.setRoute('web', route(...v3)));
     await traffic.stop();
 
     expect([...traffic.statuses.keys()]).toEqual(['200']);

@@ -50,19 +50,37 @@ export { freePort } from '../../bench/free-port';
 export interface Backend {
   name: string;
   address: string;
+  /** Slow requests (`?delay` of 100 ms or more; not `load`'s 5 ms) that arrived and are not answered yet. */
+  slowInFlight(): number;
+  /** Slow requests that arrived, answered or not. */
+  slowArrived(): number;
   close(): Promise<void>;
 }
 
+const SLOW_MS = 100;
+
 /** A replica: answers 200 with its name, after `?delay=MS` when asked. */
 export async function backend(name: string): Promise<Backend> {
+  let delayed = 0;
+  let arrived = 0;
   const server: Server = createServer((req, res) => {
     const delay = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('delay') ?? 0);
-    setTimeout(() => res.end(name), delay);
+    const slow = delay >= SLOW_MS;
+    if (slow) {
+      delayed++;
+      arrived++;
+    }
+    setTimeout(() => {
+      if (slow) delayed--;
+      res.end(name);
+    }, delay);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const b: Backend = {
     name,
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    slowInFlight: () => delayed,
+    slowArrived: () => arrived,
     close: () => {
       server.closeAllConnections();
       return new Promise((r) => server.close(() => r()));

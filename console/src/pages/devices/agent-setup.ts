@@ -4,6 +4,7 @@
  * server URL is the console's own origin, which is where agents reach the broker too.
  */
 import { copyButton, h } from '../../dom';
+import { secretOnce } from '../../form';
 
 /** The lines of /etc/tether/agent.env for the packaged agent (its systemd unit reads them). */
 export const agentEnvFile = (server: string, deviceId: string, agentToken: string) =>
@@ -23,7 +24,7 @@ export function agentSetupCard(deviceId: string, agentToken: string, what: strin
     { class: 'card secret', id: 'agent-setup', 'aria-live': 'polite', 'data-device': deviceId },
     h('h2', {}, `${deviceId} ${what}`),
     h('p', {}, h('strong', {}, 'The agent token is shown this once.'), ' Copy it now: the server keeps only its hash.'),
-    h('div', { class: 'actions' }, h('code', { id: 'agent-token' }, agentToken), copyButton(agentToken, 'Copy token')),
+    secretOnce('agent-token', agentToken, 'Copy token'),
     h(
       'p',
       {},

@@ -16,6 +16,9 @@ export default defineConfig({
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 30_000,
+    // expect.poll's default (1 s) is shorter than a loaded machine's Chromium sometimes needs to
+    // render what a test waits for; a poll still ends as soon as its condition holds.
+    expect: { poll: { timeout: 10_000 } },
     // The end-to-end files start real processes; two cores run a few files at a time.
     maxWorkers: 4,
     projects: [

@@ -423,7 +423,8 @@ describe('agent control channel', () => {
       ),
       { numRuns: RUNS },
     );
-    expect(await stack.agentStatus(CTL)).toBe('offline');
+    // The last connection's close is written to the store after the gauges settle: wait for it.
+    await stack.waitForStatus(CTL, 'offline');
   });
 
   it('refused control upgrades (401, 400) survive any bytes the client goes on writing', async () => {

@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Logger } from '../shared/log';
+import type { JobResultMessage, JobsRunningMessage } from '../shared/protocol/jobs';
 import { AGENT_CLOSE, AGENT_HEADERS, agentToRelayMessage, type RelayToAgentMessage } from '../shared/protocol/control-channel';
 import { parseTextFrame } from '../shared/protocol/text-frame';
 import { AGENT_SUBPROTOCOL, TETHER_VERSION } from '../shared/version';
@@ -52,6 +53,8 @@ export interface AgentChannelDeps {
   onSessionEnded?(deviceId: string, sessionId: string): void;
   /** An agent will not serve a stream it was asked to. */
   onStreamRefused?(deviceId: string, streamId: string, message: string): void;
+  /** A job message of an agent connected here (shared/protocol/jobs.ts), with its connection's generation. */
+  onJobMessage?(deviceId: string, generation: number, msg: JobsRunningMessage | JobResultMessage): void;
 }
 
 /**
@@ -110,7 +113,8 @@ export function createAgentChannel(deps: AgentChannelDeps) {
         return;
       }
       if (msg.type === 'session.ended') deps.onSessionEnded?.(deviceId, msg.session_id);
-      else deps.onStreamRefused?.(deviceId, msg.stream_id, msg.message.slice(0, 100));
+      else if (msg.type === 'stream.refused') deps.onStreamRefused?.(deviceId, msg.stream_id, msg.message.slice(0, 100));
+      else deps.onJobMessage?.(deviceId, entry.generation, msg);
     });
     ws.on('close', function onAgentClose(code) {
       heartbeats.forget(deviceId);

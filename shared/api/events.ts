@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { ErrorCode } from './errors';
 import { timestamp } from './common';
+import { JOB_KINDS, JOB_STATUSES, jobCounts } from './jobs';
 
 /** The codes these operations answer with besides those every operation may (docs/http-api.md, errors). */
 export const EVENT_ERRORS = ['unauthorized', 'forbidden', 'rate_limited'] as const satisfies readonly ErrorCode[];
@@ -54,8 +55,25 @@ export const expiringEvent = z.strictObject({
   }),
 });
 
+/**
+ * A job changed (docs/jobs.md): created, an execution started or ended, or the job ended
+ * (`status` other than `in_progress`). Sent at most about twice a second per job while it runs,
+ * and always for its last change; seen by its creator and administrators.
+ */
+export const jobEvent = z.strictObject({
+  event: z.literal('job.updated'),
+  data: z.strictObject({
+    job_id: z.string(),
+    kind: z.enum(JOB_KINDS),
+    status: z.enum(JOB_STATUSES),
+    created_by: z.string(),
+    counts: jobCounts,
+    at: z.string(),
+  }),
+});
+
 /** What the stream carries, each as `event: <event>` and `data: <data as JSON>`. */
-export const serverEvent = z.discriminatedUnion('event', [presenceEvent, sessionEvent, expiringEvent]);
+export const serverEvent = z.discriminatedUnion('event', [presenceEvent, sessionEvent, expiringEvent, jobEvent]);
 export type ServerEvent = z.infer<typeof serverEvent>;
 
 /** The last event of a stream whose token stopped being valid: `event: end`. */

@@ -7,6 +7,7 @@
  * of the shapes below; the relay pings every `heartbeat_ms` and drops an agent that misses two.
  */
 import * as z from 'zod/mini';
+import { jobAckMessage, jobCancelMessage, jobResultMessage, jobRunMessage, jobsRunningMessage } from './jobs';
 
 /** Path of the agent control WebSocket. */
 export const AGENT_CONNECT_PATH = '/v1/agent/connect';
@@ -139,7 +140,16 @@ export const streamOpenMessage = z.object({
   mode: z.optional(streamModeSchema),
 });
 
-export const relayToAgentMessage = z.discriminatedUnion('type', [welcomeMessage, sessionOpenedMessage, sessionCloseMessage, streamOpenMessage]);
+/** Jobs (`./jobs.ts`): an agent that predates them never gets these (it sends no `jobs.running`). */
+export const relayToAgentMessage = z.discriminatedUnion('type', [
+  welcomeMessage,
+  sessionOpenedMessage,
+  sessionCloseMessage,
+  streamOpenMessage,
+  jobRunMessage,
+  jobAckMessage,
+  jobCancelMessage,
+]);
 export type RelayToAgentMessage = z.infer<typeof relayToAgentMessage>;
 
 /** Agent → relay: the agent ended a session's handler (acknowledges `session.close`). */
@@ -155,5 +165,5 @@ export const streamRefusedMessage = z.object({
   message: z.string(),
 });
 
-export const agentToRelayMessage = z.discriminatedUnion('type', [sessionEndedMessage, streamRefusedMessage]);
+export const agentToRelayMessage = z.discriminatedUnion('type', [sessionEndedMessage, streamRefusedMessage, jobsRunningMessage, jobResultMessage]);
 export type AgentToRelayMessage = z.infer<typeof agentToRelayMessage>;

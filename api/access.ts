@@ -15,9 +15,10 @@ export type Scope = Exclude<(typeof SCOPES)[number], '*'>;
 
 /**
  * What a token issued before scopes covered every interface could do: everything its role
- * allows outside `/v1/fleet` (migration 5 writes this list where a token had no scopes).
+ * allowed then, outside `/v1/fleet` (migration 5 writes this list where a token had no scopes).
+ * Jobs came later: such a token does not get them.
  */
-export const PRE_SCOPE_GRANT: readonly Scope[] = SCOPES.filter((s): s is Scope => s !== '*' && !s.startsWith('fleet:'));
+export const PRE_SCOPE_GRANT: readonly Scope[] = SCOPES.filter((s): s is Scope => s !== '*' && !s.startsWith('fleet:') && !s.startsWith('jobs:'));
 
 /** True when the token holds `scope` (or `*`). */
 export const hasScope = (p: Pick<Principal, 'scopes'>, scope: Scope): boolean => p.scopes.includes('*') || p.scopes.includes(scope);

@@ -10,6 +10,7 @@ import { eventOperations } from './events/openapi';
 import { fleetOperations } from './fleet/openapi';
 import { healthOperations } from './http/openapi';
 import { identityOperations } from './identity/openapi';
+import { jobOperations } from './jobs/openapi';
 import { buildOpenApiDocument, type OpenApiDocument } from './openapi/document';
 import type { OperationSpec } from './openapi/operation';
 import { openApiOperations } from './openapi/routes';
@@ -27,6 +28,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...recordingOperations,
   ...serviceOperations,
   ...fleetOperations,
+  ...jobOperations,
 ];
 
 /** The OpenAPI 3.1 document of everything `createApi()` serves. */

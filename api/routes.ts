@@ -25,6 +25,8 @@ import { createRateLimiter, RATE_LIMIT_WINDOW_MS } from './http/rate-limit';
 import type { Accounts } from './identity/accounts';
 import { createAuditedIdentity } from './identity/audited';
 import type { Identity } from './identity/identity';
+import { agentBlobRoutes, blobRoutes } from './jobs/blobs';
+import { jobRoutes } from './jobs/routes';
 import { identityRoutes, LOGIN_FAILURES_PER_MINUTE, publicIdentityRoutes } from './identity/routes';
 import type { TokenResolver } from './identity/token-cache';
 import { openApiRoutes } from './openapi/routes';
@@ -71,6 +73,8 @@ export function mountRoutes(app: Koa, deps: RouteDeps) {
     eventsHttp.open,
     consoleRoutes(deps.consoleDir, deps.wsBase),
     openApiRoutes(buildApiDocument),
+    // Agents fetch blobs with their device token, not an operator's.
+    agentBlobRoutes(store),
   ];
   for (const r of publicRoutes) app.use(r.routes());
 
@@ -94,6 +98,8 @@ export function mountRoutes(app: Koa, deps: RouteDeps) {
     eventsHttp.authed,
     serviceRoutes(deps.services, store, idempotent),
     fleetRoutes(createFleet(store, now), idempotent),
+    jobRoutes({ store, events: deps.events, idempotent, now }),
+    blobRoutes(store, now),
   ];
   for (const r of routes) app.use(r.routes());
 

@@ -1,8 +1,8 @@
 /**
  * @module Live changes for the console and API users (docs/http-api.md, events): agents coming and
- * going, sessions opening and closing. Published as they happen and handed to each subscriber
- * that may see them: presence to anyone who may read devices, a session's events to its owner
- * and administrators. Nothing is stored: a subscriber sees what happens while it listens, on this
+ * going, sessions opening and closing, jobs changing. Published as they happen and handed to each
+ * subscriber that may see them: presence to anyone who may read devices, a session's events to its
+ * owner and administrators, a job's to its creator and administrators. Nothing is stored: a subscriber sees what happens while it listens, on this
  * peer or, published after commit over the bus, on any other (docs/peers.md).
  */
 import { hasScope } from '../access';
@@ -16,6 +16,11 @@ export type TetherEvent = ServerEvent;
 /** Whether `principal` may see `e`. */
 export function maySee(principal: Principal, e: TetherEvent): boolean {
   if (e.event === 'agent.online' || e.event === 'agent.offline') return hasRole(principal.role, 'developer') && hasScope(principal, 'devices:read');
+  // A job's changes, as the job itself: to its creator and administrators, with a token that may read jobs.
+  if (e.event === 'job.updated') {
+    if (!hasRole(principal.role, 'developer') || !hasScope(principal, 'jobs:read')) return false;
+    return hasRole(principal.role, 'administrator') || e.data.created_by === principal.username;
+  }
   if (!hasRole(principal.role, 'developer') || !hasScope(principal, 'sessions:read')) return false;
   return hasRole(principal.role, 'administrator') || ('opened_by' in e.data && e.data.opened_by === principal.username);
 }

@@ -43,7 +43,7 @@ function errorsOf(op: OperationSpec, dialect: Dialect): Map<number, string[]> {
   if (op.auth !== 'public') add(401, 'no valid token');
   if (op.body) {
     add(408, 'the body was not received in time');
-    add(413, `the body exceeds ${MAX_BODY_BYTES} bytes`);
+    add(413, `the body exceeds ${op.body.maxBytes ?? MAX_BODY_BYTES} bytes`);
   }
   if (op.idempotent) {
     add(400, 'a malformed Idempotency-Key');

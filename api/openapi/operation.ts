@@ -22,6 +22,7 @@ export const TAGS = {
   events: 'Server-sent events of what the caller may see.',
   services: 'Deployments per environment from a service spec (docs/http-api.md, deployments).',
   fleet: 'Tenant-scoped vehicle groups, with an envelope and errors of their own (docs/http-api.md, fleet groups).',
+  jobs: 'One operation across many devices at a controlled pace, the blobs file-push jobs write, and what agents fetch (docs/jobs.md).',
 } as const;
 export type Tag = keyof typeof TAGS;
 
@@ -66,6 +67,8 @@ export interface OperationSpec {
     mediaTypes?: string[];
     description?: string;
     required?: boolean;
+    /** The most bytes it may have; default MAX_BODY_BYTES (1 MiB). */
+    maxBytes?: number;
   };
   /** Successes and other non-error answers, by status. */
   responses: Record<number, ResponseSpec>;

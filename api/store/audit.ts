@@ -1,4 +1,7 @@
-/** @module The remote-access audit log: append-only events, newest first when listed. */
+/**
+ * @module The remote-access audit log: append-only events of sessions and of jobs, newest first
+ * when listed. A session event names its session, device and protocol; a job event its `job_id`.
+ */
 import type { ExpressionBuilder } from 'kysely';
 import type { Executor, Schema } from './schema';
 import type { SessionProtocol } from '../../shared/protocol/control-channel';
@@ -11,25 +14,50 @@ export { AUDIT_EVENTS, type AuditEventName } from '../../shared/api/sessions';
 export interface AuditEvent {
   id: number;
   event: AuditEventName;
-  session_id: string;
-  device_id: string;
-  protocol: SessionProtocol;
-  /** Who acted: a username (for `session.joined`, who joined), or `system` for expiry, idleness, shutdown and device deletion. */
+  /** Null for job events. */
+  session_id: string | null;
+  device_id: string | null;
+  protocol: SessionProtocol | null;
+  /** Who acted: a username (for `session.joined`, who joined), or `system` for expiry, idleness, shutdown, device deletion and a job's end. */
   actor: string;
   reason: string | null;
   at: string;
   trace_id: string;
   /** A port-forward session's targets; null for the other protocols. */
   targets: string[] | null;
+  /** A job event's job; absent from session events. */
+  job_id?: string;
+}
+
+/** A session event as appended: every session field set. */
+export type SessionAuditEvent = Omit<AuditEvent, 'id' | 'job_id' | 'session_id' | 'device_id' | 'protocol'> & {
+  session_id: string;
+  device_id: string;
+  protocol: SessionProtocol;
+  owner: string;
+};
+
+export const JOB_AUDIT_EVENTS = ['job.created', 'job.canceled', 'job.aborted', 'job.completed'] as const;
+
+/** A job event: `owner` is the job's creator (who may see it), `reason` an abort's reason or null. */
+export interface JobAuditEvent {
+  event: (typeof JOB_AUDIT_EVENTS)[number];
+  job_id: string;
+  actor: string;
+  owner: string;
+  reason: string | null;
+  trace_id: string;
+  at: string;
 }
 
 export interface AuditQuery {
   session_id?: string | undefined;
   device_id?: string | undefined;
+  job_id?: string | undefined;
   event?: AuditEventName | undefined;
   actor?: string | undefined;
   since?: string | undefined;
-  /** Only events of sessions opened by this user (visibility for non-administrators). */
+  /** Only events of sessions opened, or jobs created, by this user (visibility for non-administrators). */
   owner?: string | undefined;
   limit: number;
   offset: number;
@@ -41,6 +69,7 @@ function matching(q: Omit<AuditQuery, 'limit' | 'offset'>) {
     const terms = [];
     if (q.session_id !== undefined) terms.push(eb('session_id', '=', q.session_id));
     if (q.device_id !== undefined) terms.push(eb('device_id', '=', q.device_id));
+    if (q.job_id !== undefined) terms.push(eb('job_id', '=', q.job_id));
     if (q.event !== undefined) terms.push(eb('event', '=', q.event));
     if (q.actor !== undefined) terms.push(eb('actor', '=', q.actor));
     if (q.since !== undefined) terms.push(eb('at', '>', q.since));
@@ -49,16 +78,28 @@ function matching(q: Omit<AuditQuery, 'limit' | 'offset'>) {
   };
 }
 
-const COLUMNS = ['id', 'event', 'session_id', 'device_id', 'protocol', 'actor', 'reason', 'at', 'trace_id', 'targets'] as const;
+const COLUMNS = ['id', 'event', 'session_id', 'device_id', 'protocol', 'actor', 'reason', 'at', 'trace_id', 'targets', 'job_id'] as const;
+
+/**
+ * Appends a job event through `db`, which may be a transaction: the dispatcher records
+ * `job.aborted` and `job.completed` in the transaction that ends the job.
+ */
+export async function appendJobAudit(db: Executor, event: JobAuditEvent): Promise<void> {
+  await db
+    .insertInto('audit_events')
+    .values({ ...event, session_id: null, device_id: null, protocol: null, targets: null })
+    .execute();
+}
 
 export function createAuditRepo(db: Executor) {
   return {
-    async append(event: Omit<AuditEvent, 'id'> & { owner: string }): Promise<void> {
+    async append(event: SessionAuditEvent): Promise<void> {
       await db
         .insertInto('audit_events')
-        .values({ ...event, targets: event.targets === null ? null : JSON.stringify(event.targets) })
+        .values({ ...event, targets: event.targets === null ? null : JSON.stringify(event.targets), job_id: null })
         .execute();
     },
+    appendJob: (event: JobAuditEvent): Promise<void> => appendJobAudit(db, event),
     async list(q: AuditQuery): Promise<{ items: AuditEvent[]; total: number }> {
       const where = matching(q);
       const [items, count] = await Promise.all([
@@ -70,12 +111,14 @@ export function createAuditRepo(db: Executor) {
           .executeTakeFirstOrThrow(),
       ]);
       return {
-        items: items.map((e) => ({
+        items: items.map(({ job_id, ...e }) => ({
           ...e,
           id: Number(e.id),
           event: e.event as AuditEventName,
-          protocol: e.protocol as SessionProtocol,
+          protocol: e.protocol as SessionProtocol | null,
           targets: e.targets === null ? null : (JSON.parse(e.targets) as string[]),
+          // Only job events carry the field, as only port-forward sessions carry `targets`.
+          ...(job_id === null ? {} : { job_id }),
         })),
         total: Number(count.n),
       };

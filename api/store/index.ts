@@ -7,10 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { createAuditRepo } from './audit';
+import { createBlobRepo } from './blobs';
 import { openDatabase, type Db, type Dialect, type StoreLocation } from './db';
 import { createDeviceRepo } from './devices';
 import { createFleetRepo } from './fleet';
 import { createIdempotencyRepo } from './idempotency';
+import { createJobRepo } from './jobs';
 import { createPeerRepo } from './peers';
 import { createRateLimitRepo } from './rate-limits';
 import { createRecordingRepo } from './recordings';
@@ -36,6 +38,8 @@ export interface Repos {
   idempotency: ReturnType<typeof createIdempotencyRepo>;
   peers: ReturnType<typeof createPeerRepo>;
   rateLimits: ReturnType<typeof createRateLimitRepo>;
+  jobs: ReturnType<typeof createJobRepo>;
+  blobs: ReturnType<typeof createBlobRepo>;
 }
 
 export interface Store extends Repos {
@@ -77,6 +81,8 @@ function reposOn(db: Executor, dialect: Dialect, idempotencySecret: () => Promis
     idempotency: createIdempotencyRepo(db, idempotencySecret),
     peers: createPeerRepo(db),
     rateLimits: createRateLimitRepo(db, dialect),
+    jobs: createJobRepo(db),
+    blobs: createBlobRepo(db),
   };
 }
 

@@ -6,6 +6,9 @@
  * (test/unit/api/store/schema-parity.test.ts holds them to it).
  */
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { BlobChunksTable, BlobsTable, JobExecutionsTable, JobsTable } from './schema-jobs';
+
+export type { BlobChunksTable, BlobsTable, JobExecutionsTable, JobsTable } from './schema-jobs';
 
 /** A column the database fills when the insert leaves it out. */
 type Defaulted<T> = ColumnType<T, T | undefined, T>;
@@ -64,18 +67,20 @@ export interface SessionsTable {
   targets: string | null;
 }
 
+/** The remote-access audit: session events (session_id, device_id, protocol set) and job events (job_id set). */
 export interface AuditEventsTable {
   id: Generated<number>;
   event: string;
-  session_id: string;
-  device_id: string;
-  protocol: string;
+  session_id: string | null;
+  device_id: string | null;
+  protocol: string | null;
   actor: string;
   owner: string;
   reason: string | null;
   at: string;
   trace_id: string;
   targets: string | null;
+  job_id: string | null;
 }
 
 export interface SecretsTable {
@@ -225,6 +230,10 @@ export interface Schema {
   recording_chunks: RecordingChunksTable;
   peers: PeersTable;
   audit_log: AuditLogTable;
+  jobs: JobsTable;
+  job_executions: JobExecutionsTable;
+  blobs: BlobsTable;
+  blob_chunks: BlobChunksTable;
 }
 
 /** The tables in an order that respects their foreign keys (parents first): copies insert in it. */
@@ -246,6 +255,10 @@ export const TABLES: readonly (keyof Schema)[] = [
   'recording_chunks',
   'peers',
   'audit_log',
+  'jobs',
+  'job_executions',
+  'blobs',
+  'blob_chunks',
 ];
 
 /** Where queries run: the database, or a transaction on it. Repositories take either. */

@@ -101,9 +101,10 @@ async function sessionEvents(ctx: Context, q: URLSearchParams, flags: AuditFlags
   const rows = events.map((e) => ({
     at: shortTime(e.at),
     event: e.event,
-    session: e.session_id,
-    device: e.device_id,
-    protocol: e.protocol,
+    // A job's events name the job and no session, device or protocol.
+    session: e.session_id ?? e.job_id ?? '-',
+    device: e.device_id ?? '-',
+    protocol: e.protocol ?? '-',
     actor: e.actor,
     reason: e.reason ?? '-',
   }));

@@ -24,6 +24,8 @@ export const SCOPES = [
   'fleet:write',
   'identity:read',
   'identity:write',
+  'jobs:read',
+  'jobs:write',
 ] as const;
 export type ScopeName = (typeof SCOPES)[number];
 

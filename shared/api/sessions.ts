@@ -18,9 +18,22 @@ export const TTL_DEFAULT_S = 3600;
 
 /**
  * `session.joined`: someone other than its owner (an administrator) connected to a session's
- * stream. `session.extended`: its end moved; `reason` is the new `expires_at`.
+ * stream. `session.extended`: its end moved; `reason` is the new `expires_at`. `job.*`: a job
+ * (CONTRACT 10.2) was created, canceled, aborted (`reason`: why) or completed; these name `job_id`
+ * and no session, device or protocol.
  */
-export const AUDIT_EVENTS = ['session.opened', 'session.closed', 'session.expired', 'session.joined', 'session.extended', 'recording.viewed'] as const;
+export const AUDIT_EVENTS = [
+  'session.opened',
+  'session.closed',
+  'session.expired',
+  'session.joined',
+  'session.extended',
+  'recording.viewed',
+  'job.created',
+  'job.canceled',
+  'job.aborted',
+  'job.completed',
+] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 
 /**
@@ -96,6 +109,7 @@ export const sessionAuditQuery = z.strictObject({
   ...pagingParams(200, 50),
   session_id: z.string().min(1).max(64).optional(),
   device_id: z.string().min(1).max(64).optional(),
+  job_id: z.string().min(1).max(64).optional(),
   event: z.enum(AUDIT_EVENTS).optional(),
   actor: z.string().min(1).max(254).optional(),
   since: dateTimeParam.optional(),
@@ -157,14 +171,15 @@ export const auditEvent = named(
   z.strictObject({
     id: z.int(),
     event: z.enum(AUDIT_EVENTS),
-    session_id: z.string(),
-    device_id: z.string(),
-    protocol: z.enum(SESSION_PROTOCOLS),
+    session_id: z.string().nullable().describe('null for job events'),
+    device_id: z.string().nullable().describe('null for job events'),
+    protocol: z.enum(SESSION_PROTOCOLS).nullable().describe('null for job events'),
     actor: z.string(),
     reason: z.string().nullable(),
     at: timestamp,
     trace_id: z.string(),
     targets: z.array(z.string()).optional(),
+    job_id: z.string().optional().describe('the job of a job.* event'),
   }),
 );
 export type AuditEvent = z.infer<typeof auditEvent>;

@@ -114,6 +114,10 @@ describe('tether db copy', () => {
     const group = (await admin.post('/v1/fleet/groups', { name: 'Berlin Vans', description: 'Lieferwagen – Zürich 🚐' }, acme)).body.data;
     const vehicle = (await admin.post('/v1/fleet/vehicles', { vin: VIN(1), device_id: 'van-7' }, acme)).body.data;
     expect((await admin.put(`/v1/fleet/vehicles/${vehicle.vehicle_id}/group`, { group_id: group.group_id }, acme)).status).toBe(200);
+    // A job that waits for a device that never comes online, and a blob (in chunks, bytes).
+    const blob = (await admin.raw('POST', '/v1/blobs', 'payload ✓', { 'content-type': 'application/octet-stream' })).body.data;
+    const job = await admin.post('/v1/jobs', { kind: 'file-push', target: { device_ids: ['spare-1'] }, blob_id: blob.blob_id, path: 'p.txt' });
+    expect(job.status, job.text).toBe(201);
 
     const listings = async (c: ReturnType<typeof client>) => ({
       users: (await c.get('/v1/users')).body.data,
@@ -123,6 +127,9 @@ describe('tether db copy', () => {
       groups: (await c.get('/v1/fleet/groups', acme)).body.data,
       vehicles: (await c.get(`/v1/fleet/groups/${group.group_id}/vehicles`, acme)).body.data,
       closed: (await c.get(`/v1/remote-access/sessions/${closed.session_id}`)).body.data,
+      jobs: (await c.get('/v1/jobs')).body.data,
+      executions: (await c.get(`/v1/jobs/${job.body.data.job_id}/executions`)).body.data,
+      blob: (await c.get(`/v1/blobs/${blob.blob_id}`)).body.data,
     });
     const before = await listings(admin);
     expect(before.audit.length).toBeGreaterThanOrEqual(3);
@@ -134,7 +141,7 @@ describe('tether db copy', () => {
     expect(dry.stdout).toMatch(/^target postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+: reachable, empty, no tether schema yet/m);
     expect(dry.stdout).toMatch(/^users\s+3\s+would be copied$/m);
     expect(dry.stdout).toMatch(/^peers\s+\d+\s+not copied: runtime state/m);
-    expect(dry.stdout).toMatch(/^dry run: would copy \d+ rows in 15 tables; nothing was written$/m);
+    expect(dry.stdout).toMatch(/^dry run: would copy \d+ rows in 19 tables; nothing was written$/m);
     expect(await relations(url)).toEqual([]);
 
     // The copy, from the database the server is still writing to (heartbeats, replicas).
@@ -179,6 +186,9 @@ describe('tether db copy', () => {
     expect(after.groups).toEqual(before.groups);
     expect(after.vehicles).toEqual(before.vehicles);
     expect(after.closed).toEqual(before.closed);
+    expect(after.jobs).toEqual(before.jobs);
+    expect(after.executions).toEqual(before.executions);
+    expect(after.blob).toEqual(before.blob);
     expect(after.audit).toEqual(expect.arrayContaining(before.audit));
     expect(after.audit.filter((e: { session_id: string }) => e.session_id === open.session_id).map((e: { event: string }) => e.event)).toEqual(
       expect.arrayContaining(['session.opened', 'session.closed']),

@@ -12,6 +12,10 @@ const EVENTS = Object.keys({
   'session.joined': true,
   'session.extended': true,
   'recording.viewed': true,
+  'job.created': true,
+  'job.canceled': true,
+  'job.aborted': true,
+  'job.completed': true,
 } satisfies Record<AuditEventName, true>);
 
 export async function auditPage(root: HTMLElement): Promise<void> {
@@ -41,9 +45,10 @@ export async function auditPage(root: HTMLElement): Promise<void> {
           {
             When: (e) => timeElement(e.at),
             Event: (e) => e.event,
-            Session: (e) => h('code', {}, e.session_id),
-            Device: (e) => e.device_id,
-            Protocol: (e) => e.protocol,
+            // A job event names its job where a session event names its session.
+            Session: (e) => h('code', {}, e.session_id ?? e.job_id ?? ''),
+            Device: (e) => e.device_id ?? '',
+            Protocol: (e) => e.protocol ?? '',
             Actor: (e) => e.actor,
             Reason: (e) => e.reason ?? '',
           },

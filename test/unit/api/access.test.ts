@@ -46,10 +46,11 @@ describe('hasScope', () => {
 });
 
 describe('PRE_SCOPE_GRANT', () => {
-  it('is every scope outside the fleet interface, and not `*`', () => {
+  it('is every scope outside the fleet and jobs interfaces, and not `*`', () => {
     expect(PRE_SCOPE_GRANT).not.toContain('*');
     expect(PRE_SCOPE_GRANT.some((s) => s.startsWith('fleet:'))).toBe(false);
-    expect(PRE_SCOPE_GRANT.length).toBe(SCOPES.length - 3); // `*`, fleet:read, fleet:write
+    expect(PRE_SCOPE_GRANT.some((s) => s.startsWith('jobs:'))).toBe(false);
+    expect(PRE_SCOPE_GRANT.length).toBe(SCOPES.length - 5); // `*`, fleet:read, fleet:write, jobs:read, jobs:write
   });
 });
 

@@ -7,9 +7,11 @@ import type { Migration } from '../sqlite/index';
 import m011 from './011-schema';
 import m012 from './012-peers';
 import m013 from './013-audit-log';
+import m014 from './014-jobs';
 
 export const postgresMigrations: readonly Migration[] = [
   { version: 11, name: 'schema', sql: m011 },
   { version: 12, name: 'peers', sql: m012 },
   { version: 13, name: 'audit-log', sql: m013 },
+  { version: 14, name: 'jobs', sql: m014 },
 ];

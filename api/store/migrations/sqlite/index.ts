@@ -12,6 +12,7 @@ import m010 from './010-session-idle';
 import m011 from './011-service-status';
 import m012 from './012-peers';
 import m013 from './013-audit-log';
+import m014 from './014-jobs';
 
 export interface Migration {
   version: number;
@@ -33,4 +34,5 @@ export const sqliteMigrations: readonly Migration[] = [
   { version: 11, name: 'service-status', sql: m011 },
   { version: 12, name: 'peers', sql: m012 },
   { version: 13, name: 'audit-log', sql: m013 },
+  { version: 14, name: 'jobs', sql: m014 },
 ];

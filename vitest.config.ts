@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config';
  * test/setup/postgres.ts starts). Tests written for one store name it in their file.
  */
 /** Tests of several peers on PostgreSQL: nothing in them is SQLite's. */
-const PEERS_ONLY = ['test/e2e/peers.test.ts', 'test/e2e/recordings-peers.test.ts'];
+const PEERS_ONLY = ['test/e2e/peers.test.ts', 'test/e2e/recordings-peers.test.ts', 'test/e2e/jobs-rollout-peers.test.ts'];
 
 export default defineConfig({
   test: {

@@ -27,6 +27,8 @@ import { createHousekeeping, type ThisNode } from './housekeeping';
 import { soleLeader, type Leadership } from './store/leadership';
 import { peerInbox } from './peer-inbox';
 import { mountRoutes } from './routes';
+import { createDispatcher } from './jobs/dispatcher';
+import type { RelayToAgentMessage } from '../shared/protocol/control-channel';
 
 export interface ApiDeps {
   store: Store;
@@ -55,6 +57,8 @@ export interface ApiDeps {
   leadership?: Leadership | undefined;
   /** Whether the bus is connected, for `/readyz` (a peer's, or a cluster's control node); none: no bus. */
   busUp?: (() => boolean) | undefined;
+  /** Sends job messages to the agents connected to this node (the relay here); none: no job starts here. */
+  agentJobs?: { send(deviceId: string, generation: number, msg: RelayToAgentMessage): boolean } | undefined;
 }
 
 /** What a peer publishes to the others (cluster/peers.ts carries it). */
@@ -142,6 +146,16 @@ export function createApi(deps: ApiDeps) {
   // The runtime reports to the deployment service, which exists once the runtime does.
   const runtime = deps.runtime((report) => void services.onReport(report), log.child({ component: 'runtime' }));
   const services = createServices({ store, runtime, log: log.child({ component: 'services' }), now });
+  const dispatcher = createDispatcher({
+    store,
+    log: log.child({ component: 'jobs' }),
+    metrics,
+    now,
+    node: deps.node.run,
+    events,
+    leads: () => leadership.leads(),
+    send: (deviceId, generation, msg) => deps.agentJobs?.send(deviceId, generation, msg) ?? false,
+  });
   const requests = metrics.counter(
     'tether_http_requests_total',
     'HTTP requests by method, route and status; 499: the client closed the connection before its request was complete.',
@@ -184,6 +198,8 @@ export function createApi(deps: ApiDeps) {
     presence: createPresence(store, deps.node, events),
     /** Records shell sessions' streams (the relay reports them). */
     recordings: recorder.port,
+    /** Where the relay hands its agents' job messages, and their connections' ends. */
+    jobs: { message: dispatcher.message, gone: dispatcher.gone },
     /** Adds tunnel byte counts to session records (the relay reports them). */
     recordBytes: (counts: Map<string, { toDevice: number; fromDevice: number }>) => store.sessions.addBytes(counts),
     /** Reconciles sessions left open by a previous run, arms the expiry timer and starts the housekeeping. */
@@ -196,6 +212,7 @@ export function createApi(deps: ApiDeps) {
       if (reconciled.expired + reconciled.closed > 0) log.info('reconciled sessions left open', reconciled);
       await sessions.start();
       housekeeping.start();
+      dispatcher.start();
       await services.resume();
       void recorder.start().catch((err: Error) => log.error('recordings could not start', { err: err.message }));
     },
@@ -206,6 +223,7 @@ export function createApi(deps: ApiDeps) {
     async shutdown() {
       runtime.close();
       await services.idle(); // the reports already queued are written before the database closes
+      await dispatcher.close();
       await housekeeping.stop();
       return sessions.shutdown();
     },

@@ -115,6 +115,8 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps, tick
     warningsS: config.session_warnings,
     routeStream: control?.routeStream,
     onStreamRefusedElsewhere: control?.onStreamRefusedElsewhere,
+    // Jobs run on the agents connected to this node's own relay (a cluster's edges get none yet).
+    jobs: apiSide.jobs,
   });
   api = createApi({
     store,
@@ -122,6 +124,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps, tick
     node: { run, url: deps.publicUrl() },
     peers: peer?.publisher,
     busUp: peer?.up,
+    agentJobs: { send: (deviceId, generation, msg) => relayServer.sendJobMessage(deviceId, generation, msg) },
     leadership: config.database_url === undefined ? undefined : electLeader(config.database_url, log.child({ component: 'housekeeping' })),
     log,
     metrics,
@@ -154,6 +157,10 @@ function apiForRelay(api: () => Api) {
     streamClients: {
       attached: (sessionId: string) => api().streamClients.attached(sessionId),
       detached: (sessionId: string) => api().streamClients.detached(sessionId),
+    },
+    jobs: {
+      message: (...m: Parameters<Api['jobs']['message']>) => api().jobs.message(...m),
+      gone: (deviceId: string, generation: number) => api().jobs.gone(deviceId, generation),
     },
     presence: {
       online: (...change: Parameters<Api['presence']['online']>) => api().presence.online(...change),

@@ -55,6 +55,8 @@ export interface AgentChannelDeps {
   onStreamRefused?(deviceId: string, streamId: string, message: string): void;
   /** A job message of an agent connected here (shared/protocol/jobs.ts), with its connection's generation. */
   onJobMessage?(deviceId: string, generation: number, msg: JobsRunningMessage | JobResultMessage): void;
+  /** The agent connection `generation` of a device closed (also one a newer connection replaced). */
+  onAgentGone?(deviceId: string, generation: number): void;
 }
 
 /**
@@ -118,6 +120,7 @@ export function createAgentChannel(deps: AgentChannelDeps) {
     });
     ws.on('close', function onAgentClose(code) {
       heartbeats.forget(deviceId);
+      deps.onAgentGone?.(deviceId, entry.generation);
       if (registry.detach(entry)) {
         const at = now();
         reports.of(deviceId, () => presence.offline(deviceId, at, entry.generation));
@@ -178,10 +181,14 @@ export function createAgentChannel(deps: AgentChannelDeps) {
       acceptWebSocket(wss, req, socket, head, onError, (ws) => onConnection(ws, deviceId, agentVersion, forwardAllow));
     },
 
-    /** Sends a control message to a device's agent; false if it is not connected. */
-    sendTo(deviceId: string, msg: RelayToAgentMessage): boolean {
+    /**
+     * Sends a control message to a device's agent; false if it is not connected (or, with
+     * `generation`, if its connection is no longer that one: a job's attempt belongs to one).
+     */
+    sendTo(deviceId: string, msg: RelayToAgentMessage, generation?: number): boolean {
       const entry = registry.get(deviceId);
-      return entry ? send(entry, msg) : false;
+      if (!entry || (generation !== undefined && entry.generation !== generation)) return false;
+      return send(entry, msg);
     },
 
     /** Disconnects a device's agent with `code`. */

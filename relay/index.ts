@@ -20,6 +20,7 @@ import type { ByteCounts } from './byte-meter';
 import { createStreams, type StreamDeps } from './streams';
 import type { AgentAuthenticator } from './credentials';
 import type { AgentEntry } from './registry';
+import type { JobResultMessage, JobsRunningMessage } from '../shared/protocol/jobs';
 
 export const DEFAULT_HEARTBEAT_MS = 20_000;
 export type { ByteCounts } from './byte-meter';
@@ -50,6 +51,17 @@ export interface RelayDeps {
   warningsS?: readonly number[] | undefined;
   /** Told when clients join and leave session streams here: the API closes sessions nobody uses (`idle`). */
   streamClients?: { attached(sessionId: string): void; detached(sessionId: string): void } | undefined;
+  /**
+   * Told the job messages of the agents connected here (shared/protocol/jobs.ts) and when each
+   * agent connection closes, both with the connection's generation; none: job messages are dropped.
+   */
+  jobs?: RelayJobSink | undefined;
+}
+
+/** Where the relay hands agents' job messages; it keeps no job state itself. */
+export interface RelayJobSink {
+  message(deviceId: string, generation: number, msg: JobsRunningMessage | JobResultMessage): void;
+  gone(deviceId: string, generation: number): void;
 }
 
 export function createRelay(deps: RelayDeps) {
@@ -68,6 +80,8 @@ export function createRelay(deps: RelayDeps) {
     onStreamRefused(deviceId, streamId, message) {
       if (!streams.refused(deviceId, streamId, message)) deps.onStreamRefusedElsewhere?.(deviceId, streamId, message);
     },
+    onJobMessage: (deviceId, generation, msg) => deps.jobs?.message(deviceId, generation, msg),
+    onAgentGone: (deviceId, generation) => deps.jobs?.gone(deviceId, generation),
   });
   const streams = createStreams({
     log: log.child({ component: 'streams' }),
@@ -142,6 +156,9 @@ export function createRelay(deps: RelayDeps) {
 
     /** Sends a control message to a device's agent if it is connected here; false if it is not. */
     sendToAgent: (deviceId: string, msg: RelayToAgentMessage): boolean => agents.sendTo(deviceId, msg),
+
+    /** Sends a job message to a device's agent connection `generation` if it is still that one here; false if not. */
+    sendJobMessage: (deviceId: string, generation: number, msg: RelayToAgentMessage): boolean => agents.sendTo(deviceId, msg, generation),
 
     /** An agent (maybe on another node) refused the stream `streamId`; false when it does not wait here. */
     streamRefused: (deviceId: string, streamId: string, message: string): boolean => streams.refused(deviceId, streamId, message),

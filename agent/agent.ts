@@ -1,14 +1,18 @@
 /**
  * @module The device agent: keeps its control channel to the relay (./control-link) and follows
  * the relay's session messages: a table of its sessions with their expiry, which it enforces on
- * its own (./sessions), and the data streams it dials for them (./stream-dialer). Built from its
- * config; dials only in `start()`.
+ * its own (./sessions), and the data streams it dials for them (./stream-dialer); and runs the
+ * relay's job attempts, reporting them until acknowledged (./jobs). Built from its config; dials
+ * only in `start()`.
  */
 import { createBackoff, type Backoff } from './backoff';
 import type { Logger } from '../shared/log';
 import type { AgentConfig } from './config';
 import { createControlLink, type AgentState, type SessionMessage } from './control-link';
 import { openUploadJournal, type UploadJournal } from './file-transfer/upload-journal';
+import { blobUrlOn } from './jobs/blob-fetch';
+import { createJobTable } from './jobs/job-table';
+import { runWork } from './jobs/run-work';
 import { createReconnectPolicy } from './reconnect';
 import { createServerChoice } from './servers';
 import { SessionTable, type EndReason, type KnownSession } from './sessions';
@@ -48,6 +52,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     servers,
     heartbeatMs: deps.heartbeatMs ?? 20_000,
     onMessage,
+    onWelcome: () => jobs.connected(),
     onState: deps.onState,
   });
 
@@ -62,6 +67,12 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     streamUrl: (msg) => servers.streamUrlFor(msg),
     shells: shellPool,
     uploadJournal: () => uploads!.begin(),
+  });
+  // Job attempts: run and reported until acknowledged, across reconnects (./jobs/job-table).
+  const jobs = createJobTable({
+    log,
+    send: (msg) => link.send(msg),
+    run: (work, ctx) => runWork(work, { ...ctx, config, blobUrl: (blobId) => blobUrlOn(servers.current, blobId), journal: () => uploads!.begin() }),
   });
   const sessions = new SessionTable(now, function onSessionEnd(session: KnownSession, reason: EndReason) {
     log.info('session ended', { session_id: session.sessionId, protocol: session.protocol, reason });
@@ -90,6 +101,11 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
         }
         streams.open(msg);
         break;
+      case 'job.run':
+      case 'job.ack':
+      case 'job.cancel':
+        jobs.onMessage(msg);
+        break;
     }
   }
 
@@ -98,6 +114,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     start(): void {
       if (link.state !== 'stopped') return;
       uploads = openUploadJournal(config.stateDir, config.deviceId, log);
+      jobs.start();
       link.start();
     },
 
@@ -106,7 +123,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
       if (link.state === 'stopped') return;
       link.halt();
       sessions.endAll('agent_stopping');
-      await streams.stopAll();
+      await Promise.all([streams.stopAll(), jobs.stop()]);
       shells?.stop();
       shells = undefined;
       uploads?.close();
@@ -118,6 +135,7 @@ export function createAgent(config: Readonly<AgentConfig>, deps: AgentDeps) {
     },
     sessions,
     streams,
+    jobs,
   };
 }
 export type Agent = ReturnType<typeof createAgent>;

@@ -30,6 +30,8 @@ export interface ControlLinkDeps {
   /** Until the relay's welcome says otherwise. */
   heartbeatMs: number;
   onMessage(msg: SessionMessage): void;
+  /** After each connection's welcome, before any other message of the relay is handled (the agent reports its jobs here). */
+  onWelcome?: () => void;
   onState?: (state: AgentState) => void;
 }
 
@@ -102,6 +104,7 @@ export function createControlLink(config: Readonly<AgentConfig>, deps: ControlLi
       if (msg.type !== 'welcome') return deps.onMessage(msg);
       heartbeatMs = msg.heartbeat_ms;
       log.info('connected to broker', { server_version: msg.server_version, heartbeat_ms: msg.heartbeat_ms });
+      deps.onWelcome?.();
     });
     socket.on('binary', () => log.warn('ignoring binary bytes on the control channel'));
     socket.once('close', function onClose(code, reason) {

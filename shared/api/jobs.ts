@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { named, pagingParams, timestamp } from './common';
 import type { ErrorCode } from './errors';
 import { DIAGNOSTIC_OP_NAMES } from '../protocol/diagnostics';
+import { OP_TIMEOUT_SECONDS } from '../protocol/jobs';
 
 export const JOB_KINDS = ['diagnostics', 'command', 'file-push'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
@@ -36,7 +37,7 @@ export const JOB_LIMITS = {
   abortMinExecuted: { min: 1, max: 10_000, default: 10 },
   expiresInSeconds: { min: 60, max: 604_800, default: 86_400 },
   /** How long after its start a diagnostics or file-push execution may run before it ends `timed_out`. */
-  opTimeoutSeconds: 300,
+  opTimeoutSeconds: OP_TIMEOUT_SECONDS,
   /** Added to an execution's own timeout before the server gives up on its report (`timed_out`). */
   deadlineMarginSeconds: 30,
   /** The most of stdout+stderr an execution keeps: its last bytes. */

@@ -17,6 +17,9 @@ const attemptRef = {
   attempt: z.int().check(z.gte(1)),
 };
 
+/** How long a `diagnostics` or `file-push` attempt may run on the device before it ends `timed_out` (a command has its own `timeout_seconds`). */
+export const OP_TIMEOUT_SECONDS = 300;
+
 /** The last bytes of stdout+stderr an agent reports (and the server keeps). */
 export const OUTPUT_TAIL_BYTES = 4096;
 /** The most attempts `jobs.running` names (an agent runs at most this many at once). */

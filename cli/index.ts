@@ -6,6 +6,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Context } from './context';
 import { DIAG_OPS } from './diag-ops';
 import { registerAccountCommands } from './register-accounts';
+import { registerJobCommands } from './register-jobs';
 import { registerPlatformCommands } from './register-platform';
 
 // Each command's module (ws, tar, progress bars) loads only when that command runs.
@@ -227,5 +228,6 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .addHelpText('after', CP_HELP)
     .action(async (src, dst, o) => (await commands.cp()).cp(ctx(), src, dst, { ...o, progress: o.progress === false ? false : undefined }));
 
+  registerJobCommands(program, ctx, setExit);
   registerPlatformCommands(program, ctx);
 }

@@ -1,0 +1,147 @@
+/**
+ * @module Following a job until it is over, as `kubectl rollout status` follows a rollout: a
+ * progress line on stderr (redrawn in place on a terminal every second, else a line per change),
+ * kept current by the `job.updated` events of `GET /v1/events` when the token may read them,
+ * and by reading the job (`GET /v1/jobs/{id}`) every second when it may not (every 5 s besides
+ * the events, in case one was missed). Ctrl-C stops following, not the job.
+ */
+import type { Job } from '../../shared/api/jobs';
+import { ApiFailure } from '../api-client';
+import type { Context } from '../context';
+import { CliError } from '../errors';
+import { listenJobUpdates, type JobUpdate } from './job-http';
+import { isOver, progressLine } from './job-report';
+
+const POLL_MS = 1000;
+const POLL_WITH_EVENTS_MS = 5000;
+const REDRAW_MS = 1000;
+/** How long the server may be unreachable (a restart) before following gives up. */
+const OUTAGE_MS = 120_000;
+
+export interface Followed {
+  job: Job;
+  /** Ctrl-C stopped the following (the job goes on). */
+  interrupted: boolean;
+  seconds: number;
+}
+
+/** The events stream of one job: open, being opened, refused for good, or closed (to reopen). */
+function jobEvents(ctx: Context, jobId: string, onUpdate: (u: JobUpdate) => void, onOpen: () => void) {
+  let state: 'closed' | 'opening' | 'open' | 'refused' = 'closed';
+  let close: (() => void) | undefined;
+  let stopped = false;
+  return {
+    get open() {
+      return state === 'open';
+    },
+    /** Opens the stream unless it is open, being opened, or was refused. */
+    ensure() {
+      if (state !== 'closed' || stopped) return;
+      state = 'opening';
+      void listenJobUpdates(ctx, jobId, onUpdate, () => {
+        state = 'closed';
+      }).then(
+        (closer) => {
+          if (!closer) return void (state = 'refused');
+          if (stopped) return closer();
+          state = 'open';
+          close = closer;
+          onOpen();
+        },
+        () => void (state = 'refused'),
+      );
+    },
+    stop() {
+      stopped = true;
+      close?.();
+    },
+  };
+}
+
+/** Follows job `created` until it is over or Ctrl-C; the progress line goes to stderr. */
+export async function followJob(ctx: Context, created: Job, tty: boolean): Promise<Followed> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
+  let job = created;
+  /** `job` is as last read from the server, not as an event said since. */
+  let confirmed = true;
+  let wake = () => {};
+  let interrupted = false;
+  let interrupt = () => {};
+  const interruption = new Promise<void>((resolve) => (interrupt = resolve));
+  const onSigint = () => {
+    interrupted = true;
+    interrupt();
+    wake();
+  };
+  let lastPoll = -Infinity;
+  const onUpdate = (u: JobUpdate) => {
+    job = { ...job, status: u.status as Job['status'], counts: { ...job.counts, ...u.counts } };
+    confirmed = false;
+    wake();
+  };
+  // What changed before the stream opened is read once it is open.
+  const onOpen = () => {
+    lastPoll = -Infinity;
+    wake();
+  };
+  const events = jobEvents(ctx, job.job_id, onUpdate, onOpen);
+  let failingSince: number | undefined;
+  let printed = '';
+  const draw = () => {
+    const line = progressLine(job, seconds());
+    if (tty) return ctx.out.stderr(`\r${line}\x1b[K`);
+    const key = `${job.status} ${JSON.stringify(job.counts)}`;
+    if (key !== printed) ctx.out.stderr(`${line}\n`);
+    printed = key;
+  };
+
+  process.on('SIGINT', onSigint);
+  events.ensure();
+  try {
+    while (!interrupted) {
+      const every = events.open ? POLL_WITH_EVENTS_MS : POLL_MS;
+      // An event that says the job is over is checked against the job itself.
+      if (performance.now() - lastPoll >= every || isOver(job)) {
+        const read = await Promise.race([readJob(ctx, job.job_id), interruption]);
+        if (interrupted || !read) break;
+        if (read instanceof CliError) {
+          if (failingSince === undefined) ctx.notice(`${tty ? '\n' : ''}lost the server (${read.message}); trying again every second`);
+          failingSince ??= performance.now();
+          if (performance.now() - failingSince > OUTAGE_MS) throw read;
+        } else {
+          job = read;
+          confirmed = true;
+          failingSince = undefined;
+          events.ensure();
+        }
+        lastPoll = performance.now();
+      }
+      draw();
+      if (isOver(job) && confirmed) break;
+      const next = Math.max(0, lastPoll + (events.open ? POLL_WITH_EVENTS_MS : POLL_MS) - performance.now());
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, tty ? Math.min(next, REDRAW_MS) : next);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+    events.stop();
+    if (tty) ctx.out.stderr('\n');
+  }
+  return { job, interrupted, seconds: seconds() };
+}
+
+/** The job as the server has it now; a failure that may pass (unreachable, 5xx) is returned, not thrown. */
+async function readJob(ctx: Context, jobId: string): Promise<Job | CliError> {
+  try {
+    return await ctx.api().request<Job>('GET', `/v1/jobs/${encodeURIComponent(jobId)}`);
+  } catch (err) {
+    if (err instanceof ApiFailure || !(err instanceof CliError)) throw err;
+    return err;
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * @module The two requests of `tether job` that the API client's JSON calls do not make: a
+ * streamed upload of a file (`POST /v1/blobs`, with a progress bar on a terminal) and the event
+ * stream (`GET /v1/events`, read as it arrives). Both go to the configured server with the
+ * configured token, on `node:http` as the API client does.
+ */
+import { createReadStream } from 'node:fs';
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Blob } from '../../shared/api/jobs';
+import { ApiFailure, type ApiErrorCode } from '../api-client';
+import { credentials } from '../config';
+import type { Context } from '../context';
+import { CliError } from '../errors';
+import { createProgress } from '../progress';
+
+/** A request to the configured server, not yet sent. */
+function requestTo(ctx: Context, method: string, path: string, headers: Record<string, string | number>): ClientRequest {
+  const { server, token } = credentials(ctx.env);
+  const url = new URL(`${new URL(server).pathname.replace(/\/+$/, '')}${path}`, server);
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return send(url, { method, headers: { authorization: `Bearer ${token}`, ...headers } });
+}
+
+function readText(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('error', reject);
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
+/** The API's error answer as the API client would throw it (its code, its message). */
+function failureOf(res: IncomingMessage, text: string): CliError {
+  let body: { error?: unknown; message?: unknown } = {};
+  try {
+    body = JSON.parse(text) as typeof body;
+  } catch {
+    // not JSON: the status says it
+  }
+  const status = res.statusCode ?? 0;
+  if (status >= 500) return new CliError(`the server failed (HTTP ${status}, request id ${res.headers['x-request-id'] ?? 'unknown'})`, 'bad_answer');
+  const code = (typeof body.error === 'string' ? body.error : 'unknown') as ApiErrorCode;
+  const message = typeof body.message === 'string' ? body.message : `HTTP ${status}`;
+  return new ApiFailure(status, { error: code, message, status }, null);
+}
+
+/**
+ * Uploads `file` (`size` bytes) as a blob, streamed from the disk, never read whole; a progress
+ * bar on a terminal. Resolves with the blob the server stored (its size and SHA-256).
+ */
+export function uploadBlob(ctx: Context, file: string, size: number): Promise<Blob> {
+  const progress = createProgress('uploading', size);
+  let stopped = false;
+  const stop = () => {
+    if (!stopped) progress.stop();
+    stopped = true;
+  };
+  return new Promise<Blob>((resolve, reject) => {
+    const req = requestTo(ctx, 'POST', '/v1/blobs', { 'content-type': 'application/octet-stream', 'content-length': size });
+    let answered = false;
+    req.on('response', (res) => {
+      answered = true;
+      readText(res)
+        .then((text) => {
+          stop();
+          if (res.statusCode === 201) return resolve((JSON.parse(text) as { data: Blob }).data);
+          reject(failureOf(res, text));
+        })
+        .catch(() => reject(new CliError(`unexpected answer from ${credentials(ctx.env).server} to the upload`, 'bad_answer')));
+    });
+    const source = createReadStream(file);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      source.destroy();
+      // An answer before the whole body (413) cuts the upload short: the answer says why.
+      if (answered) return;
+      stop();
+      reject(new CliError(`cannot upload ${file} to ${credentials(ctx.env).server}: ${err.code ?? err.message}`, 'unreachable'));
+    });
+    source.on('error', (err: NodeJS.ErrnoException) => {
+      req.destroy();
+      stop();
+      reject(new CliError(`cannot read ${file}: ${err.code ?? err.message}`, 'local_file'));
+    });
+    source.on('data', (chunk) => progress.add(chunk.length));
+    // pipe() waits while the socket is behind: the file is never held whole.
+    source.pipe(req);
+  });
+}
+
+const MAX_EVENT_CHARS = 1024 * 1024;
+
+/** A job's `job.updated` data as the event stream carries it. */
+export interface JobUpdate {
+  job_id: string;
+  status: string;
+  counts: Record<string, number>;
+}
+
+/**
+ * Listens to `GET /v1/events` for the updates of job `jobId`. Resolves with a function that
+ * closes the stream once it is open; with undefined when it cannot be read (the token lacks
+ * what the stream needs, too many streams, an old server): the caller polls instead.
+ */
+export function listenJobUpdates(ctx: Context, jobId: string, onUpdate: (u: JobUpdate) => void, onEnd: () => void): Promise<(() => void) | undefined> {
+  return new Promise((resolve) => {
+    const req = requestTo(ctx, 'GET', '/v1/events', { accept: 'text/event-stream' });
+    req.on('error', () => resolve(undefined));
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return resolve(undefined);
+      }
+      let buffer = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        // An event is small; a stream that never ends one is not a tether server's.
+        if (buffer.length > MAX_EVENT_CHARS) return void res.destroy();
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          if (!/^event: job\.updated$/m.test(block)) continue;
+          const data = /^data: (.*)$/m.exec(block)?.[1];
+          try {
+            const update = JSON.parse(data ?? '') as JobUpdate;
+            if (update.job_id === jobId) onUpdate(update);
+          } catch {
+            // an event this client cannot read is skipped; the next poll catches up
+          }
+        }
+      });
+      res.on('error', () => {});
+      res.on('close', onEnd);
+      resolve(() => req.destroy());
+    });
+    req.end();
+  });
+}

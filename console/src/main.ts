@@ -1,7 +1,7 @@
 /**
  * @module The tether web console: a single page, routed by the URL's hash (`#/devices`,
  * `#/devices/ID`, `#/terminal/ID`, `#/files/ID`, `#/services`, `#/services/ENV/NAME`,
- * `#/sessions`, `#/sessions/ID/play`, `#/audit`, `#/users`, `#/tokens`, `#/fleet`).
+ * `#/sessions`, `#/sessions/ID/play`, `#/jobs`, `#/jobs/ID`, `#/audit`, `#/users`, `#/tokens`, `#/fleet`).
  * Each page renders into `#app` and returns what ends it (a stream, a session, a subscription)
  * when you leave it. The navigation and the routes offer only what the signed-in user's role may
  * use (the server refuses the rest anyway).
@@ -9,6 +9,7 @@
 import '@xterm/xterm/css/xterm.css';
 import './styles.css';
 import type { Me, Role } from '../../shared/api/identity';
+import type { JOB_KIND_ROLE } from '../../shared/api/jobs';
 import { api, ApiError, whenUnauthorized } from './api';
 import { currentUser, forget, setCurrentUser, token } from './auth';
 import type { Cleanup, Page } from './page';
@@ -19,6 +20,8 @@ import { devicePage } from './pages/device';
 import { devicesPage } from './pages/devices';
 import { filesPage } from './pages/files';
 import { fleetPage } from './pages/fleet';
+import { jobsPage } from './pages/jobs';
+import { jobPage } from './pages/jobs/job';
 import { loginPage } from './pages/login';
 import { playerPage } from './pages/player';
 import { servicePage } from './pages/service';
@@ -28,6 +31,9 @@ import { terminalPage } from './pages/terminal';
 import { tokensPage } from './pages/tokens';
 import { usersPage } from './pages/users';
 import { hasRole, PROTOCOL_MIN_ROLE } from './roles';
+
+/** Jobs: the least a role needs to start one (a diagnostics job) and see its own; typed from the API's table. */
+const JOB_MIN_ROLE: (typeof JOB_KIND_ROLE)['diagnostics'] = 'developer';
 
 /** A route: its path, its page, and the lowest role that may use it (`null`: any signed-in user). */
 type Route = [RegExp, Page, Role | null];
@@ -40,6 +46,8 @@ const ROUTES: Route[] = [
   [/^\/services\/([^/]+)\/([^/]+)$/, servicePage, 'developer'],
   [/^\/sessions$/, sessionsPage, 'developer'],
   [/^\/sessions\/([^/]+)\/play$/, playerPage, 'developer'],
+  [/^\/jobs$/, jobsPage, JOB_MIN_ROLE],
+  [/^\/jobs\/([^/]+)$/, jobPage, JOB_MIN_ROLE],
   [/^\/audit$/, auditPage, 'developer'],
   [/^\/users$/, usersPage, 'administrator'],
   [/^\/tokens$/, tokensPage, null],
@@ -51,6 +59,7 @@ const SECTIONS: Array<[href: string, label: string, minimum: Role | null]> = [
   ['#/devices', 'Devices', 'developer'],
   ['#/services', 'Services', 'developer'],
   ['#/sessions', 'Sessions', 'developer'],
+  ['#/jobs', 'Jobs', JOB_MIN_ROLE],
   ['#/audit', 'Audit', 'developer'],
   ['#/fleet', 'Fleet', null],
   ['#/users', 'Users', 'administrator'],

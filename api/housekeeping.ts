@@ -3,7 +3,8 @@
  * BEAT_MS that it is alive (the `peers` table), and, while it leads (`store/leadership.ts`: on
  * SQLite always, on PostgreSQL the one peer holding the housekeeping lock), it clears the presence
  * of agents held by peers that went silent (they died: their agents reconnect elsewhere, with a new
- * presence generation), forgets those peers, and sweeps old rate-limit rows. Every step is a
+ * presence generation), forgets those peers, sweeps old rate-limit rows and
+ * deletes blob uploads left unfinished for a day. Every step is a
  * conditional write, so a leader that lost its lock a moment ago and runs once more does no harm.
  */
 import type { Logger } from '../shared/log';
@@ -15,6 +16,8 @@ import type { Store } from './store/index';
 export const BEAT_MS = 2000;
 /** A peer silent this long is gone. */
 export const PEER_SILENT_MS = 10_000;
+/** A blob upload unfinished this long was cut off (its server died mid-upload): its chunks are deleted. */
+export const UNFINISHED_BLOB_MS = 24 * 3600_000;
 
 export interface ThisNode {
   /** This run's id (`server-` or `peer-NAME-` and 8 random characters). */
@@ -48,6 +51,8 @@ export function createHousekeeping(deps: HousekeepingDeps) {
     const lost = await store.devices.releaseUnheld(live, at);
     if (lost.length > 0) deps.agentsLost(lost, at);
     await store.rateLimits.expire(t - RATE_LIMIT_WINDOW_MS);
+    const cutOff = await store.blobs.deleteUnfinished(new Date(t - UNFINISHED_BLOB_MS).toISOString());
+    if (cutOff > 0) log.info('deleted blob uploads a server left unfinished', { blobs: cutOff });
   }
 
   async function beat(): Promise<void> {

@@ -209,6 +209,27 @@ describe('blobs repository', () => {
     expect(await store.db.selectFrom('blobs').selectAll().execute()).toEqual([]);
     expect(await store.db.selectFrom('blob_chunks').select('seq').execute()).toEqual([]);
   });
+
+  it('deletes, for housekeeping, uploads a dead server left unfinished before a time, with their chunks', async () => {
+    const done = await store.blobs.write(pieces(10, 10), who, 100);
+    // What a server killed mid-upload leaves: the row being written (no sha256 yet) and its chunks.
+    for (const [blob_id, created_at] of [
+      ['blob_cutoff', '2026-01-01T00:00:00.000Z'],
+      ['blob_recent', '2026-12-31T00:00:00.000Z'],
+    ] as const) {
+      await store.db.insertInto('blobs').values({ blob_id, size: 0, sha256: '', created_by: 'root', created_at }).execute();
+      await store.db
+        .insertInto('blob_chunks')
+        .values({ blob_id, seq: 0, data: Buffer.from('part') })
+        .execute();
+    }
+    expect(await store.blobs.deleteUnfinished('2026-06-01T00:00:00.000Z')).toBe(1);
+    const left = await store.db.selectFrom('blobs').select('blob_id').orderBy('blob_id').execute();
+    expect(left.map((b) => b.blob_id).sort()).toEqual([done.blob_id, 'blob_recent'].sort());
+    const chunks = await store.db.selectFrom('blob_chunks').select('blob_id').execute();
+    expect(chunks.map((c) => c.blob_id)).not.toContain('blob_cutoff');
+    expect(chunks.map((c) => c.blob_id)).toContain('blob_recent');
+  });
 });
 
 describe('job audit events', () => {

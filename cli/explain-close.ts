@@ -14,6 +14,8 @@ const END_WORDS: Readonly<Record<StreamEndReason, string>> = {
   device_deleted: `the ${STREAM_END.device_deleted.text}`,
   idle: `the ${STREAM_END.idle.text}`,
   server_shutdown: 'the server is shutting down',
+  access_expired: `the ${STREAM_END.access_expired.text} (tether access request asks for more time)`,
+  access_revoked: `the ${STREAM_END.access_revoked.text}`,
   agent_stopping: "the device's agent stopped",
 };
 

@@ -14,6 +14,10 @@ export const ERROR_CODES = {
   bad_request: 400,
   unauthorized: 401,
   forbidden: 403,
+  /** A policy needs an approved access request of the caller for this device and protocol (docs/access.md). */
+  access_request_required: 403,
+  /** An administrator may not approve or deny their own access request. */
+  self_review_forbidden: 403,
   not_found: 404,
   conflict: 409,
   /** A stale `If-Match`: the resource changed since the caller read it. */
@@ -65,6 +69,8 @@ export const FLEET_CODE_OF: Readonly<Record<ErrorCode, FleetCode>> = {
   bad_request: 'VALIDATION_ERROR',
   unauthorized: 'UNAUTHORIZED',
   forbidden: 'INSUFFICIENT_SCOPE',
+  access_request_required: 'INSUFFICIENT_SCOPE',
+  self_review_forbidden: 'INSUFFICIENT_SCOPE',
   not_found: 'NOT_FOUND',
   conflict: 'CONFLICT',
   request_timeout: 'REQUEST_TIMEOUT',

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { ErrorCode } from './errors';
 import { timestamp } from './common';
 import { JOB_KINDS, JOB_STATUSES, jobCounts } from './jobs';
+import { ACCESS_EVENTS, ACCESS_REQUEST_STATUSES } from './access';
 
 /** The codes these operations answer with besides those every operation may (docs/http-api.md, errors). */
 export const EVENT_ERRORS = ['unauthorized', 'forbidden', 'rate_limited'] as const satisfies readonly ErrorCode[];
@@ -72,8 +73,21 @@ export const jobEvent = z.strictObject({
   }),
 });
 
+/** An access request changed (docs/access.md); seen by its requester and administrators. */
+export const accessEvent = z.strictObject({
+  event: z.enum(ACCESS_EVENTS),
+  data: z.strictObject({
+    request_id: z.string(),
+    device_id: z.string(),
+    requester: z.string(),
+    status: z.enum(ACCESS_REQUEST_STATUSES),
+    actor: z.string(),
+    at: z.string(),
+  }),
+});
+
 /** What the stream carries, each as `event: <event>` and `data: <data as JSON>`. */
-export const serverEvent = z.discriminatedUnion('event', [presenceEvent, sessionEvent, expiringEvent, jobEvent]);
+export const serverEvent = z.discriminatedUnion('event', [presenceEvent, sessionEvent, expiringEvent, jobEvent, accessEvent]);
 export type ServerEvent = z.infer<typeof serverEvent>;
 
 /** The last event of a stream whose token stopped being valid: `event: end`. */

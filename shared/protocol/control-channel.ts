@@ -68,9 +68,20 @@ export const STREAM_MODE_PARAM = 'mode';
 
 /**
  * Why a session closed; `token_expired`: the token that opened it expired; `idle`: no client was
- * connected to its stream for the server's idle time (`TETHER_SESSION_IDLE_SECONDS`).
+ * connected to its stream for the server's idle time (`TETHER_SESSION_IDLE_SECONDS`);
+ * `access_expired` / `access_revoked`: the access grant it was opened under ended or was revoked
+ * (docs/access.md).
  */
-export const closeReasonSchema = z.enum(['closed', 'expired', 'token_expired', 'device_deleted', 'server_shutdown', 'idle']);
+export const closeReasonSchema = z.enum([
+  'closed',
+  'expired',
+  'token_expired',
+  'device_deleted',
+  'server_shutdown',
+  'idle',
+  'access_expired',
+  'access_revoked',
+]);
 export type CloseReason = z.infer<typeof closeReasonSchema>;
 
 /**
@@ -79,7 +90,8 @@ export type CloseReason = z.infer<typeof closeReasonSchema>;
  */
 export const agentCloseReasonSchema = z.enum(['closed', 'expired', 'device_deleted', 'server_shutdown']);
 export type AgentCloseReason = z.infer<typeof agentCloseReasonSchema>;
-export const agentCloseReason = (reason: CloseReason): AgentCloseReason => (reason === 'token_expired' || reason === 'idle' ? 'closed' : reason);
+export const agentCloseReason = (reason: CloseReason): AgentCloseReason =>
+  reason === 'access_expired' ? 'expired' : reason === 'token_expired' || reason === 'idle' || reason === 'access_revoked' ? 'closed' : reason;
 
 /** Relay → agent, first message after the upgrade: the relay's view of this connection. */
 export const welcomeMessage = z.object({

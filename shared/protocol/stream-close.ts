@@ -38,5 +38,7 @@ export const STREAM_END: Readonly<Record<StreamEndReason, { code: number; text: 
   device_deleted: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: the device was deleted' },
   idle: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: no client was connected for too long' },
   server_shutdown: { code: STREAM_CLOSE.serverShutdown, text: 'server shutting down' },
+  access_expired: { code: STREAM_CLOSE.sessionExpired, text: 'session expired: its access grant ended' },
+  access_revoked: { code: STREAM_CLOSE.sessionClosed, text: 'session closed: its access grant was revoked' },
   agent_stopping: { code: STREAM_CLOSE.serverShutdown, text: 'agent stopping' },
 };

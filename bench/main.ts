@@ -4,7 +4,7 @@
  * CPU per GiB, keystroke echo, time to shell, port forwarding (beside `ssh -L` and `ssh -J -L`), what recording costs, how fast the web console paints, agent capacity, memory at idle and under transfer, API
  * throughput and the command's start-up (and, with `--only=deploy` only, the docker deployment runtime:
  * apply to ready, the ingress beside a container reached directly, a rolling update under load; with `--only=peers` only,
- * peers on PostgreSQL beside one process on SQLite), prints one table with each figure beside its target, and writes
+ * peers on PostgreSQL beside one process on SQLite; with `--only=jobs` only, a job over 10,000 light agents and a paced one), prints one table with each figure beside its target, and writes
  * bench/results.json. `--quick` runs a tiny version (a few MiB, a few samples) for the tests.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -34,6 +34,7 @@ const agentsArg = Number(process.argv.find((a) => a.startsWith('--agents='))?.sl
 // `--cluster-agents=0`: the copies only; `--cluster-repeats=N`: that many copies of each kind.
 const clusterAgentsArg = Number(process.argv.find((a) => a.startsWith('--cluster-agents='))?.slice(17));
 const clusterRepeatsArg = Number(process.argv.find((a) => a.startsWith('--cluster-repeats='))?.slice(18));
+const jobAgentsArg = Number(process.argv.find((a) => a.startsWith('--job-agents='))?.slice(13));
 // As many agents as one process's open-files limit allows, less room for the server's own files.
 const defaultAgents = Math.max(15_000, Math.min(19_000, fdLimit() - 1000));
 const plan = quick
@@ -133,6 +134,13 @@ async function main(): Promise<void> {
     const { peersBench } = await import('./peers');
     const full = { seconds: 3, rounds: 3, clients: 32, devices: 20, users: 800, agents: 1500, pinned: 200 };
     results.push(...(await peersBench(quick ? { seconds: 1, rounds: 1, clients: 8, devices: 6, users: 200, agents: 60, pinned: 10 } : full)));
+  }
+  // Only by name (`--only=jobs`): 10,000 light agents and a server of its own (`--job-agents=N`
+  // to choose; `--jobs-cpu-prof=DIR` writes the server's CPU profile there).
+  if (only?.includes('jobs')) {
+    const { jobsBench } = await import('./jobs');
+    const cpuProfDir = process.argv.find((a) => a.startsWith('--jobs-cpu-prof='))?.slice(16);
+    results.push(...(await jobsBench({ agents: quick ? 50 : jobAgentsArg || 10_000, paced: quick ? 6 : 40, perMinute: 120, cpuProfDir })));
   }
   // Only by name (`--only=agent-package`): it needs `npm run package` first.
   if (only?.includes('agent-package')) results.push(...(await (await import('./agent-package')).agentPackageBench(quick)));

@@ -3,7 +3,8 @@
  * process's CPU: `relay` (a bare WebSocket splice, the limit), `source URL BYTES [zero-mask]`
  * and `sink URL BYTES` (endpoints of a bare transfer), `listen-sink BYTES` (a sink that is the
  * WebSocket server itself, for a single hop), `agents URL FILE` (light clients speaking the
- * real agent protocol, one per device in FILE, spread over several source addresses), and
+ * real agent protocol, jobs included (`./jobs-light-agent`), one per device in FILE, spread over
+ * several source addresses), and
  * `stream-agent URL DEVICE TOKEN BYTES` (answers each stream by sending BYTES), and
  * `real-agents URL FILE STATE_DIR [FILES_ROOT]` (real agents, one per device in FILE); and the
  * TCP ends of the port-forward benchmark (`./tcp-helpers`, modes `tcp-…`).
@@ -16,6 +17,7 @@ import { createLogger } from '../shared/log';
 import { AGENT_CONNECT_PATH, AGENT_STREAM_PATH } from '../shared/protocol/control-channel';
 import { AGENT_SUBPROTOCOL } from '../shared/version';
 import { maskingFor } from '../shared/websocket/mask';
+import { lightJobs, type LightJobs } from './jobs-light-agent';
 import { runTcpHelper } from './tcp-helpers';
 
 const CHUNK = 256 * 1024;
@@ -120,8 +122,9 @@ if (mode === 'relay') {
     ws.on('open', () => pump(ws, Number(bytes), () => ws.close()));
   });
 } else if (mode === 'agents') {
-  // Light agents: one control WebSocket each, answering pings (ws does), nothing else; one the
-  // server drops (a pong too late on a starved machine) reconnects after 1-5 s, as agents do.
+  // Light agents: one control WebSocket each, answering pings (ws does) and jobs at once, nothing
+  // else; one the server drops (a pong too late on a starved machine) reconnects after 1-5 s, as
+  // agents do, and resends the job results not yet acknowledged.
   const [url, file] = args;
   const devices = JSON.parse(readFileSync(file!, 'utf8')) as Array<{ id: string; token: string }>;
   const sources = ['127.0.0.1', '127.0.0.2', '127.0.0.3', '127.0.0.4'];
@@ -129,6 +132,7 @@ if (mode === 'relay') {
   let failed = 0;
   let next = 0;
   const sockets: WebSocket[] = [];
+  const jobs = new Map<string, LightJobs>();
   let stopping = false;
   const connect = (d: { id: string; token: string }, source: string, again: boolean): Promise<void> =>
     new Promise((resolve) => {
@@ -138,6 +142,8 @@ if (mode === 'relay') {
         perMessageDeflate: false,
       });
       sockets.push(ws);
+      if (!jobs.has(d.id)) jobs.set(d.id, lightJobs(d.id));
+      jobs.get(d.id)!.attach(ws);
       let opened = false;
       ws.once('open', () => {
         opened = true;

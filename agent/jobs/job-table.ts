@@ -9,7 +9,7 @@
  */
 import type { Logger } from '../../shared/log';
 import type { AgentToRelayMessage, RelayToAgentMessage } from '../../shared/protocol/control-channel';
-import { MAX_RUNNING_JOBS, type JobResultMessage, type JobRunMessage } from '../../shared/protocol/jobs';
+import { MAX_JOB_RESULT_BYTES, MAX_RUNNING_JOBS, type JobResultMessage, type JobRunMessage } from '../../shared/protocol/jobs';
 import type { JobContext, JobOutcome } from './outcome';
 
 /** The job messages of the relay the table follows. */
@@ -35,6 +35,20 @@ interface Attempt {
   running?: Promise<void>;
   /** Once it ended: its result, until acknowledged. */
   result?: JobResultMessage;
+}
+
+/**
+ * `result` if it fits a control frame (MAX_JOB_RESULT_BYTES), else a failure saying so: a frame
+ * too big makes the relay close the connection, and the result, sent again after each reconnect,
+ * would keep the agent from ever staying connected. What is small of it is kept (the exit code
+ * and the output tail are bounded; a diagnostics result is not).
+ */
+export function fitted(result: JobResultMessage): JobResultMessage {
+  const size = Buffer.byteLength(JSON.stringify(result));
+  if (size <= MAX_JOB_RESULT_BYTES) return result;
+  const { type, execution_id, attempt, exit_code } = result;
+  const message = `the result is ${size} bytes as JSON; a job result carries at most ${MAX_JOB_RESULT_BYTES} bytes (ask for less, e.g. fewer log.tail lines)`;
+  return { type, execution_id, attempt, status: 'failed', ...(exit_code === undefined ? {} : { exit_code }), error: { code: 'result_too_large', message } };
 }
 
 /** Acknowledged attempts remembered, so a late duplicate `job.run` of one does not run it again. */
@@ -78,8 +92,8 @@ export function createJobTable(deps: JobTableDeps) {
       // Canceled, or the agent stopped: no result is expected.
       if (controller.signal.aborted || held.get(key) !== entry) return;
       entry.controller = undefined;
-      entry.result = { type: 'job.result', execution_id: msg.execution_id, attempt: msg.attempt, ...outcome };
-      alog.info('job attempt ended', { status: outcome.status, code: outcome.error?.code });
+      entry.result = fitted({ type: 'job.result', execution_id: msg.execution_id, attempt: msg.attempt, ...outcome });
+      alog.info('job attempt ended', { status: entry.result.status, code: entry.result.error?.code });
       deps.send(entry.result);
     });
   }

@@ -16,13 +16,23 @@ import type { EventHub } from '../events/hub';
 import type { Store } from '../store/index';
 import { createJobRunRepo } from '../store/job-runs';
 import { createJobSweepRepo } from '../store/job-runs-sweeps';
+import { createDeviceBound } from './device-bound';
 import { createSettler } from './runtime-settle';
 import { startExecutions } from './runtime-starts';
 import { createSweeper } from './runtime-sweeps';
+import { createResultWriter } from './result-writer';
 import { attemptEnd } from './runtime-work';
 
 /** The least time between two rounds (ms): a burst of results is acted on in one round. */
 const MIN_GAP_MS = 20;
+/** Job messages of one device recorded at once at most (./device-bound): its report and a result per attempt it holds, each maybe twice. */
+const MAX_PENDING_PER_DEVICE = 2 * MAX_RUNNING_JOBS + 2;
+/**
+ * How long a job that found nothing queued on the agents here is left alone while no other agent
+ * becomes ready (ms): it is not scanned every round (a job over thousands of offline devices would
+ * be read whole five times a second), yet an execution a peer gave back is found within this.
+ */
+const EXHAUSTED_RECHECK_MS = 5000;
 
 export interface DispatcherDeps {
   store: Store;
@@ -51,6 +61,8 @@ export function createDispatcher(deps: DispatcherDeps) {
   const tickMs = deps.tickMs ?? 200;
   const sweepMs = deps.sweepMs ?? 1000;
   const runs = createJobRunRepo(store.db, store.dialect);
+  // Results arriving together are written in one transaction (10,000 agents answering at once: a few commits, not 10,000).
+  const results = createResultWriter(store.db, store.dialect);
   const sweeps = createJobSweepRepo(store.db);
   /** The agents here that reported `jobs.running`: device → connection generation. */
   const ready = new Map<string, number>();
@@ -61,7 +73,15 @@ export function createDispatcher(deps: DispatcherDeps) {
    * far as this node knows; one holding MAX_RUNNING_JOBS gets no more until one is acknowledged.
    */
   const holding = new Map<string, number>();
-  const held = (deviceId: string, by: number) => holding.set(deviceId, Math.max(0, (holding.get(deviceId) ?? 0) + by));
+  const held = (deviceId: string, by: number) => {
+    const before = holding.get(deviceId) ?? 0;
+    holding.set(deviceId, Math.max(0, before + by));
+    if (before >= MAX_RUNNING_JOBS && before + by < MAX_RUNNING_JOBS) takersChanged++;
+  };
+  /** Bumped whenever an agent here may take attempts it could not before (it became ready, or took one off its full hands). */
+  let takersChanged = 0;
+  /** Jobs that took every queued execution of the agents here: at which `takersChanged`, and when. */
+  const exhausted = new Map<string, { version: number; at: number }>();
   /** The ready agents that may take another attempt. */
   const takers = (): ReadonlyMap<string, number> => {
     const full = [...holding].filter(([, n]) => n >= MAX_RUNNING_JOBS);
@@ -96,6 +116,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     store,
     ended,
     changed: (jobId) => settler.changed(jobId),
+    review: (jobIds) => settler.review(jobIds),
     cancel(deviceId, msg) {
       const generation = ready.get(deviceId);
       if (generation !== undefined && deps.send(deviceId, generation, msg)) held(deviceId, -1);
@@ -113,8 +134,9 @@ export function createDispatcher(deps: DispatcherDeps) {
   let closed = false;
   let lastSweep = -Infinity;
   let lastRoundEnd = -Infinity;
-  /** Job messages being recorded (at most what the agents here may send: MAX_RUNNING_JOBS each). */
+  /** Job messages being recorded (at most MAX_PENDING_PER_DEVICE of each device). */
   const handling = new Set<Promise<void>>();
+  const bound = createDeviceBound(MAX_PENDING_PER_DEVICE, log);
 
   /** Runs a round at `at` (ms) at the latest (but not sooner than MIN_GAP_MS after the last: results come in bursts). */
   function wakeAt(wanted: number): void {
@@ -153,11 +175,17 @@ export function createDispatcher(deps: DispatcherDeps) {
     }
     await settler.round();
     if (ready.size === 0) return;
-    for (const job of await runs.startable()) {
+    const jobs = await runs.startable();
+    const running = new Set(jobs.map((j) => j.job_id));
+    for (const jobId of exhausted.keys()) if (!running.has(jobId)) exhausted.delete(jobId);
+    for (const job of jobs) {
       const open = takers();
       if (open.size === 0) return;
       if (closed) return;
-      const { started: attempts, nextAt } = await startExecutions(
+      const seen = exhausted.get(job.job_id);
+      if (seen && seen.version === takersChanged && t - seen.at < EXHAUSTED_RECHECK_MS) continue;
+      const version = takersChanged;
+      const r = await startExecutions(
         {
           store,
           log,
@@ -173,6 +201,9 @@ export function createDispatcher(deps: DispatcherDeps) {
         job,
         open,
       );
+      const { started: attempts, nextAt } = r;
+      if (r.exhausted) exhausted.set(job.job_id, { version, at: t });
+      else exhausted.delete(job.job_id);
       for (const a of attempts) held(a.device_id, 1);
       if (attempts.length > 0) {
         started.inc({}, attempts.length);
@@ -200,12 +231,13 @@ export function createDispatcher(deps: DispatcherDeps) {
     if (reporting.get(deviceId) !== generation) return;
     reporting.delete(deviceId);
     ready.set(deviceId, generation);
+    takersChanged++;
     wake();
   }
 
   /** `job.result`: recorded once (a resent or late one changes nothing), acknowledged always, so the agent forgets it. */
   async function onResult(deviceId: string, generation: number, msg: JobResultMessage): Promise<void> {
-    const jobId = await runs.end(msg.execution_id, msg.attempt, deviceId, attemptEnd(msg, new Date(now()).toISOString()));
+    const jobId = await results.record(msg.execution_id, msg.attempt, deviceId, attemptEnd(msg, new Date(now()).toISOString()));
     if (jobId !== undefined) {
       ended.inc({ status: msg.status, reason: 'reported' });
       settler.changed(jobId);
@@ -229,9 +261,13 @@ export function createDispatcher(deps: DispatcherDeps) {
     /** A job message of an agent connected here (the relay hands them over). Never throws. */
     message(deviceId: string, generation: number, msg: JobsRunningMessage | JobResultMessage): void {
       if (closed) return; // the agent reports again when it reconnects
+      if (!bound.take(deviceId)) return;
       const handled = (msg.type === 'jobs.running' ? onRunning(deviceId, generation, msg) : onResult(deviceId, generation, msg))
         .catch((err: Error) => log.warn('a job message could not be recorded', { device_id: deviceId, type: msg.type, err: err.message }))
-        .finally(() => handling.delete(handled));
+        .finally(() => {
+          handling.delete(handled);
+          bound.done(deviceId);
+        });
       handling.add(handled);
     },
     /** An agent connection here closed: its device gets no more starts through it. */

@@ -69,6 +69,18 @@ export function createSettler(deps: SettleDeps) {
     changed(jobId: string): void {
       changed.add(jobId);
     },
+    /**
+     * Applies the rules of running jobs whether or not they changed here: a result recorded just
+     * before a restart (or by a peer that died) was never looked at, and its abort rule would wait
+     * for the next change. Publishes only for the jobs that end now (the others did not change).
+     */
+    async review(jobIds: readonly string[]): Promise<void> {
+      const t = deps.now();
+      for (const jobId of jobIds) {
+        const job = await rules(jobId, t);
+        if (job && job.status !== 'in_progress') publish(job, t);
+      }
+    },
     /** Applies the rules of the jobs that changed and publishes their events (throttled). */
     async round(): Promise<void> {
       const t = deps.now();

@@ -36,6 +36,8 @@ export interface StartRound {
   started: ClaimedAttempt[];
   /** When the pace lets this job start its next execution (ms); undefined: when something else changes. */
   nextAt: number | undefined;
+  /** It had room, and took every queued execution of the devices in `ready`: nothing more starts until another agent is ready. */
+  exhausted?: boolean;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -75,6 +77,7 @@ export async function startExecutions(deps: StartDeps, job: StartableJob, ready:
   if (ready.size === 0) return { started: [], nextAt: undefined };
 
   let nextAt: number | undefined;
+  let exhausted = false;
   const claimed = await atomically(deps.store.db, async (tx) => {
     const runs = createJobRunRepo(tx, deps.store.dialect);
     const locked = await runs.lock(job.job_id);
@@ -93,6 +96,7 @@ export async function startExecutions(deps: StartDeps, job: StartableJob, ready:
     if (interval > 0) room = Math.min(room, Math.floor((t - base) / interval) + 1);
     if (room <= 0) return [];
     const picked = await pick(runs, job.job_id, ready, room);
+    exhausted = picked.length < room;
     picked.sort((a, b) => Number(a.seq) - Number(b.seq));
     const started = await runs.claim(
       picked.map((p) => p.execution_id),
@@ -113,5 +117,5 @@ export async function startExecutions(deps: StartDeps, job: StartableJob, ready:
       deps.log.warn('a claimed execution changed before its claim could be undone', { execution_id: attempt.execution_id });
     }
   }
-  return { started: sent, nextAt };
+  return { started: sent, nextAt, exhausted };
 }

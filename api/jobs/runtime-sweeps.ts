@@ -3,7 +3,8 @@
  * which it ends `timed_out` (`no_report`, and its agent, if here, is told to stop it); executions
  * still queued when their job expires end `timed_out` (`device_offline`); those of a deleted device
  * end `failed` (`device_deleted`); a running job left with nothing to run is looked at again (it
- * completes). Each is one conditional write, harmless when a peer sweeps at the same time.
+ * completes), and every running job's abort rule is applied again now and then (a result recorded
+ * just before a restart was never looked at). Each is one conditional write, harmless when a peer sweeps at the same time.
  */
 import type { Counter } from '../../shared/metrics';
 import type { RelayToAgentMessage } from '../../shared/protocol/control-channel';
@@ -21,6 +22,8 @@ export interface SweepDeps {
   cancel(deviceId: string, msg: JobCancelMessage): void;
   /** A job whose executions changed. */
   changed(jobId: string): void;
+  /** Applies the rules of these running jobs (changed or not). */
+  review(jobIds: readonly string[]): Promise<void>;
   ended: Counter;
 }
 
@@ -44,7 +47,11 @@ export function createSweeper(deps: SweepDeps) {
       'no_report',
     );
     ended(await sweeps.expireQueued(at), 'timed_out', 'device_offline');
-    if (rounds++ % DELETED_EVERY === 0) ended(await sweeps.failDeleted(at), 'failed', 'device_deleted');
+    if (rounds++ % DELETED_EVERY === 0) {
+      ended(await sweeps.failDeleted(at), 'failed', 'device_deleted');
+      // The first sweep after a start too: a job whose last result came just before a restart.
+      await deps.review(await sweeps.running());
+    }
     for (const jobId of await sweeps.idle()) deps.changed(jobId);
   };
 }

@@ -91,6 +91,15 @@ export function createJobSweepRepo(db: Executor) {
       return rows.map((r) => r.job_id);
     },
 
+    /** Every running job, by id. */
+    running: (): Promise<string[]> =>
+      db
+        .selectFrom('jobs')
+        .select('job_id')
+        .where('status', '=', 'in_progress')
+        .execute()
+        .then((rows) => rows.map((r) => r.job_id)),
+
     /** Running jobs with nothing queued or running left (their last end was recorded but not acted on). */
     idle: (): Promise<string[]> =>
       db

@@ -70,16 +70,34 @@ const deviceId = z.string().min(1).max(64);
 const labelKey = z.string().min(1).max(63);
 const labelValue = z.string().max(63);
 
+/**
+ * A target that fits none of the forms: the problem of the form it has the keys of (e.g. `device_ids:
+ * must have at most 10000 items`), else the forms there are (zod's own "is not any of the accepted
+ * forms" names neither).
+ */
+function targetError(iss: z.core.$ZodRawIssue): string | undefined {
+  if (iss.code !== 'invalid_union') return undefined;
+  // The form whose keys the target has: the one that names none of them unknown.
+  const given = iss.input !== null && typeof iss.input === 'object' ? Object.keys(iss.input).length : 0;
+  const keyed = given > 0 ? iss.errors.find((issues) => issues.length > 0 && issues.every((i) => i.code !== 'unrecognized_keys')) : undefined;
+  const first = keyed?.[0];
+  if (first) return `${first.path.join('.')}: ${first.message}`;
+  return 'must be exactly one of {"device_ids": [...]}, {"group_id": "grp_…", "tenant": "T"} or {"labels": {"k": "v"}}';
+}
+
 export const jobTarget = named(
   'JobTarget',
-  z.union([
-    z.strictObject({ device_ids: z.array(deviceId).min(1).max(JOB_LIMITS.maxDevices) }),
-    z.strictObject({
-      group_id: z.string().min(1).max(64),
-      tenant: z.string().min(1).max(64).describe('the fleet tenant the group belongs to; the token needs fleet:read for it'),
-    }),
-    z.strictObject({ labels: z.record(labelKey, labelValue).refine((l) => Object.keys(l).length > 0, 'must name at least one label') }),
-  ]),
+  z.union(
+    [
+      z.strictObject({ device_ids: z.array(deviceId).min(1).max(JOB_LIMITS.maxDevices) }),
+      z.strictObject({
+        group_id: z.string().min(1).max(64),
+        tenant: z.string().min(1).max(64).describe('the fleet tenant the group belongs to; the token needs fleet:read for it'),
+      }),
+      z.strictObject({ labels: z.record(labelKey, labelValue).refine((l) => Object.keys(l).length > 0, 'must name at least one label') }),
+    ],
+    { error: targetError },
+  ),
 );
 export type JobTarget = z.infer<typeof jobTarget>;
 
@@ -105,33 +123,52 @@ export const relativePath = z
   .max(1024)
   .refine((p) => !p.startsWith('/') && !p.includes('\0') && !p.split('/').includes('..'), 'must be a path inside the files root (relative, without "..")');
 
-export const createJobBody = z.discriminatedUnion('kind', [
-  z.strictObject({
-    kind: z.literal('diagnostics'),
-    target: jobTarget,
-    op: z.enum(DIAGNOSTIC_OP_NAMES),
-    params: z.record(z.string(), z.unknown()).optional(),
-    ...rate,
-  }),
-  z.strictObject({
-    kind: z.literal('command'),
-    target: jobTarget,
-    argv: z.array(z.string().min(1).max(JOB_LIMITS.maxArgBytes)).min(1).max(JOB_LIMITS.maxArgv),
-    timeout_seconds: z.number().int().min(JOB_LIMITS.timeoutSeconds.min).max(JOB_LIMITS.timeoutSeconds.max).optional(),
-    ...rate,
-  }),
-  z.strictObject({
-    kind: z.literal('file-push'),
-    target: jobTarget,
-    blob_id: z.string().regex(/^blob_[a-z0-9]{1,40}$/, 'must be a blob id (blob_…)'),
-    path: relativePath,
-    mode: z
-      .string()
-      .regex(/^0?[0-7]{3}$/, 'must be an octal mode such as "0644"')
-      .optional(),
-    ...rate,
-  }),
-]);
+/** The most a diagnostics job's `params` take as JSON (an op's params are a path and a count). */
+const MAX_PARAMS_BYTES = 4096;
+
+export const createJobBody = z.discriminatedUnion(
+  'kind',
+  [
+    z.strictObject({
+      kind: z.literal('diagnostics'),
+      target: jobTarget,
+      op: z.enum(DIAGNOSTIC_OP_NAMES),
+      params: z
+        .record(z.string(), z.unknown())
+        .refine((p) => new TextEncoder().encode(JSON.stringify(p)).length <= MAX_PARAMS_BYTES, `must be at most ${MAX_PARAMS_BYTES} bytes as JSON`)
+        .optional(),
+      ...rate,
+    }),
+    z.strictObject({
+      kind: z.literal('command'),
+      target: jobTarget,
+      argv: z
+        .array(
+          z
+            .string()
+            .min(1)
+            .max(JOB_LIMITS.maxArgBytes)
+            .refine((a) => !a.includes('\0'), 'must not contain a NUL character (no program can receive one)'),
+        )
+        .min(1)
+        .max(JOB_LIMITS.maxArgv),
+      timeout_seconds: z.number().int().min(JOB_LIMITS.timeoutSeconds.min).max(JOB_LIMITS.timeoutSeconds.max).optional(),
+      ...rate,
+    }),
+    z.strictObject({
+      kind: z.literal('file-push'),
+      target: jobTarget,
+      blob_id: z.string().regex(/^blob_[a-z0-9]{1,40}$/, 'must be a blob id (blob_…)'),
+      path: relativePath,
+      mode: z
+        .string()
+        .regex(/^0?[0-7]{3}$/, 'must be an octal mode such as "0644"')
+        .optional(),
+      ...rate,
+    }),
+  ],
+  { error: (iss) => (iss.code === 'invalid_union' ? `must be one of ${JOB_KINDS.join(', ')}` : undefined) },
+);
 export type CreateJobBody = z.infer<typeof createJobBody>;
 
 export const jobsQuery = z.strictObject({ ...pagingParams(200, 50), status: z.enum(JOB_STATUSES).optional() });

@@ -22,6 +22,12 @@ export const OP_TIMEOUT_SECONDS = 300;
 
 /** The last bytes of stdout+stderr an agent reports (and the server keeps). */
 export const OUTPUT_TAIL_BYTES = 4096;
+/**
+ * The most bytes a `job.result` takes as JSON: the relay takes control frames of up to 64 KiB and
+ * closes a connection that sends a bigger one, so an agent sends a result that would not fit as a
+ * failure (`result_too_large`) instead (else it would resend it after every reconnect, for ever).
+ */
+export const MAX_JOB_RESULT_BYTES = 60 * 1024;
 /** The most attempts `jobs.running` names (an agent runs at most this many at once). */
 export const MAX_RUNNING_JOBS = 64;
 
@@ -79,7 +85,7 @@ export const jobResultMessage = z.object({
   output_tail: z.optional(z.string().check(z.maxLength(OUTPUT_TAIL_BYTES * 4))),
   /** `diagnostics`: the op's result. */
   result: z.optional(z.unknown()),
-  /** Why it did not succeed: a code (the session-stream catalogue's, or `exit_nonzero`, `checksum_mismatch`, `blob_unavailable`, `timeout`) and a message. */
+  /** Why it did not succeed: a code (the session-stream catalogue's, or `exit_nonzero`, `checksum_mismatch`, `blob_unavailable`, `timeout`, `result_too_large`) and a message. */
   error: z.optional(z.object({ code: z.string().check(z.maxLength(64)), message: z.string().check(z.maxLength(1024)) })),
 });
 export type JobResultMessage = z.infer<typeof jobResultMessage>;

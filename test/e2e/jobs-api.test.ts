@@ -80,9 +80,13 @@ describe('creating a job', () => {
 
   it('refuses malformed bodies with messages naming the field', async () => {
     const cases: Array<[unknown, RegExp]> = [
-      [{ kind: 'reboot', target: { device_ids: ['jd-1'] } }, /kind/],
+      [{ kind: 'reboot', target: { device_ids: ['jd-1'] } }, /kind: must be one of diagnostics, command, file-push/],
       [diag({ device_ids: [] }), /target/],
-      [diag({ device_ids: ['jd-1'], labels: { a: 'b' } }), /target/],
+      [diag({ device_ids: ['jd-1'], labels: { a: 'b' } }), /target: must be exactly one of \{"device_ids"/],
+      [diag({ device_ids: Array.from({ length: 10_001 }, (_, i) => `d${i}`) }), /target: device_ids: must have at most 10000 items/],
+      [diag({ group_id: 'grp_x' }), /target: tenant: is required/],
+      [{ kind: 'command', target: { device_ids: ['jd-1'] }, argv: ['echo', 'a\u0000b'] }, /argv\[1\]: must not contain a NUL/],
+      [diag({ device_ids: ['jd-1'] }, { params: { path: 'x'.repeat(5000) } }), /params: must be at most 4096 bytes as JSON/],
       [diag({ labels: {} }), /at least one label/],
       [{ kind: 'command', target: { device_ids: ['jd-1'] }, argv: [] }, /argv/],
       [{ kind: 'command', target: { device_ids: ['jd-1'] }, argv: ['true'], timeout_seconds: 3601 }, /timeout_seconds/],

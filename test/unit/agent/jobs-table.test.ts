@@ -7,11 +7,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadAgentConfig } from '../../../agent/config';
-import { createJobTable, type JobTable } from '../../../agent/jobs/job-table';
+import { createJobTable, fitted, type JobTable } from '../../../agent/jobs/job-table';
 import { runWork } from '../../../agent/jobs/run-work';
 import { processExists } from '../../../agent/shell/process-session';
 import { silentLogger } from '../../../shared/log';
 import type { AgentToRelayMessage } from '../../../shared/protocol/control-channel';
+import { MAX_JOB_RESULT_BYTES } from '../../../shared/protocol/jobs';
 import { tempDir } from '../../helpers/temp';
 import { waitFor } from '../../helpers/wait';
 
@@ -116,5 +117,21 @@ describe('job table', () => {
     expect(processExists(pid)).toBe(false);
     expect(t.size).toBe(0);
     expect(results()).toHaveLength(1);
+  });
+
+  it('sends a result too big for a control frame as a failure result_too_large, with what is small of it', () => {
+    const small = { type: 'job.result', execution_id: 'exe_s', attempt: 1, status: 'succeeded', result: { lines: ['a'] } } as const;
+    expect(fitted(small)).toBe(small);
+    const lines = Array.from({ length: 2000 }, (_, i) => `line ${i} ${'x'.repeat(40)}`);
+    const big = fitted({ type: 'job.result', execution_id: 'exe_b', attempt: 2, status: 'succeeded', exit_code: null, result: { lines } });
+    expect(big).toEqual({
+      type: 'job.result',
+      execution_id: 'exe_b',
+      attempt: 2,
+      status: 'failed',
+      exit_code: null,
+      error: { code: 'result_too_large', message: expect.stringContaining(`at most ${MAX_JOB_RESULT_BYTES} bytes`) },
+    });
+    expect(Buffer.byteLength(JSON.stringify(big))).toBeLessThan(MAX_JOB_RESULT_BYTES);
   });
 });

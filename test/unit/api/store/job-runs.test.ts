@@ -161,4 +161,19 @@ describe('job runs', () => {
     const queued = await store.jobs.executions(j.job_id, { status: 'queued', limit: 10, offset: 0 });
     expect(queued.items.map((e) => e.attempt)).toEqual([0, 0]);
   });
+
+  it('says when it took every queued execution of the ready devices (the dispatcher then leaves the job alone)', async () => {
+    const j = await job(['e1', 'e2', 'e3', 'e4'], { max_in_flight: 2 });
+    const deps = { store, log, now: () => T0, node: 'server-a', tickMs: 200, deadlineMarginSeconds: 30, send: () => true };
+    const round = async (ready: string[]) =>
+      startExecutions(
+        deps,
+        (await runs().startable()).find((x) => x.job_id === j.job_id)!,
+        new Map(ready.map((d, i) => [d, i + 1])),
+      );
+    // Room for two, one device ready: it took all there was.
+    expect(await round(['e1'])).toMatchObject({ started: [{ device_id: 'e1' }], exhausted: true });
+    // Room for one, three ready: the in-flight bound stopped it, more may start later.
+    expect(await round(['e2', 'e3', 'e4'])).toMatchObject({ started: [{ device_id: 'e2' }], exhausted: false });
+  });
 });

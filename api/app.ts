@@ -28,6 +28,8 @@ import { soleLeader, type Leadership } from './store/leadership';
 import { peerInbox } from './peer-inbox';
 import { mountRoutes } from './routes';
 import { createDispatcher } from './jobs/dispatcher';
+import { createAccessSweeps } from './access-requests/sweeps';
+import { createWebhookSender } from './webhooks/sender';
 import type { RelayToAgentMessage } from '../shared/protocol/control-channel';
 
 export interface ApiDeps {
@@ -47,6 +49,8 @@ export interface ApiDeps {
   consoleDir?: string | undefined;
   /** A session with no client connected this long (s) closes `idle` (TETHER_SESSION_IDLE_SECONDS; default 300). */
   sessionIdleSeconds?: number | undefined;
+  /** How long an access request stays pending (s) before it ends `expired` (TETHER_ACCESS_REQUEST_TTL_SECONDS; default 86400). */
+  accessRequestTtlSeconds?: number | undefined;
   /** Seconds before a session's end at which `session.expiring` is published (TETHER_SESSION_WARNINGS; default 300 and 60). */
   sessionWarningsS?: readonly number[] | undefined;
   /** This node: its run id and the URL clients reach it at (a device's presence names the node that holds its agent). */
@@ -156,6 +160,10 @@ export function createApi(deps: ApiDeps) {
     leads: () => leadership.leads(),
     send: (deviceId, generation, msg) => deps.agentJobs?.send(deviceId, generation, msg) ?? false,
   });
+  // Webhook deliveries go out from every peer; leases in the outbox keep each to one sender.
+  const webhooks = createWebhookSender({ store, log: log.child({ component: 'webhooks' }), metrics, now });
+  // Pending requests expire and grants end by time: on the housekeeping's leader.
+  const accessSweeps = createAccessSweeps({ store, events, log: log.child({ component: 'access' }), now, leads: () => leadership.leads() });
   const requests = metrics.counter(
     'tether_http_requests_total',
     'HTTP requests by method, route and status; 499: the client closed the connection before its request was complete.',
@@ -213,6 +221,8 @@ export function createApi(deps: ApiDeps) {
       await sessions.start();
       housekeeping.start();
       dispatcher.start();
+      accessSweeps.start();
+      webhooks.start();
       await services.resume();
       void recorder.start().catch((err: Error) => log.error('recordings could not start', { err: err.message }));
     },
@@ -224,6 +234,8 @@ export function createApi(deps: ApiDeps) {
       runtime.close();
       await services.idle(); // the reports already queued are written before the database closes
       await dispatcher.close();
+      await accessSweeps.stop();
+      await webhooks.close();
       await housekeeping.stop();
       return sessions.shutdown();
     },

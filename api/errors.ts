@@ -6,6 +6,7 @@
  * never internals.
  */
 import { statusOf, type ErrorCode, type ErrorDetail, type FleetCode, type SessionHolder } from '../shared/api/errors';
+import type { AccessRequiredDetail } from '../shared/api/access-detail';
 
 export type { ErrorDetail } from '../shared/api/errors';
 
@@ -13,12 +14,16 @@ export type { ErrorDetail } from '../shared/api/errors';
 export interface ErrorExtras {
   /** A 409 on opening a session: who holds the open one of that protocol (`holder`). */
   holder?: SessionHolder | undefined;
+  /** A 403 `access_request_required`: how to ask (answered as `details`). */
+  accessRequired?: AccessRequiredDetail | undefined;
 }
 
 export class ApiError extends Error {
   readonly status: number;
   /** A 409 on opening a session: who holds the open one of that protocol. */
   readonly holder: SessionHolder | undefined;
+  /** A 403 `access_request_required`: how to ask. */
+  readonly accessRequired: AccessRequiredDetail | undefined;
 
   constructor(
     readonly code: ErrorCode | FleetCode,
@@ -32,6 +37,7 @@ export class ApiError extends Error {
     this.name = 'ApiError';
     this.status = statusOf(code);
     this.holder = extras.holder;
+    this.accessRequired = extras.accessRequired;
   }
 }
 

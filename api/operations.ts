@@ -3,6 +3,7 @@
  * OpenAPI document built from them (`GET /v1/openapi.json`, and docs/openapi.json by
  * `npm run build`). A test holds this list to the routes `createApi()` serves.
  */
+import { accessOperations } from './access-requests/openapi';
 import { consoleOperations } from './console/openapi';
 import { serviceOperations } from './services/openapi';
 import { deviceOperations } from './devices/openapi';
@@ -16,6 +17,7 @@ import type { OperationSpec } from './openapi/operation';
 import { openApiOperations } from './openapi/routes';
 import { recordingOperations } from './recordings/openapi';
 import { sessionOperations } from './sessions/openapi';
+import { webhookOperations } from './webhooks/openapi';
 
 export const OPERATIONS: readonly OperationSpec[] = [
   ...healthOperations,
@@ -29,6 +31,8 @@ export const OPERATIONS: readonly OperationSpec[] = [
   ...serviceOperations,
   ...fleetOperations,
   ...jobOperations,
+  ...accessOperations,
+  ...webhookOperations,
 ];
 
 /** The OpenAPI 3.1 document of everything `createApi()` serves. */

@@ -9,6 +9,8 @@ import type Koa from 'koa';
 import type { Logger } from '../shared/log';
 import type { Metrics } from '../shared/metrics';
 import type { Ticketer } from '../shared/auth/tickets';
+import { ACCESS_LIMITS } from '../shared/api/access';
+import { accessRoutes } from './access-requests/routes';
 import { AUDIT_EVENTS_PER_MINUTE, auditRoutes } from './audit/routes';
 import { consoleRoutes } from './console/routes';
 import type { Services } from './services/services';
@@ -37,6 +39,7 @@ import type { Relay } from './relay';
 import { AUDIT_LIST_PER_MINUTE, SESSION_OPEN_PER_MINUTE, sessionRoutes } from './sessions/routes';
 import type { Sessions } from './sessions/sessions';
 import type { Store } from './store/index';
+import { webhookRoutes } from './webhooks/routes';
 
 export interface RouteDeps {
   store: Store;
@@ -56,6 +59,8 @@ export interface RouteDeps {
   services: Services;
   recorder: Recorder;
   events: EventHub;
+  /** How long an access request stays pending (TETHER_ACCESS_REQUEST_TTL_SECONDS; default 86400). */
+  accessRequestTtlSeconds?: number | undefined;
 }
 
 /** Mounts every route on `app`; answers what the rest of the API needs of them. */
@@ -100,6 +105,15 @@ export function mountRoutes(app: Koa, deps: RouteDeps) {
     fleetRoutes(createFleet(store, now), idempotent),
     jobRoutes({ store, events: deps.events, idempotent, now }),
     blobRoutes(store, now),
+    accessRoutes({
+      store,
+      events: deps.events,
+      idempotent,
+      now,
+      pendingTtlSeconds: deps.accessRequestTtlSeconds ?? ACCESS_LIMITS.pendingTtlSecondsDefault,
+      closeSessionsOf: (requestId, actor) => sessions.closeAllOfGrant(requestId, actor),
+    }),
+    webhookRoutes({ store, idempotent, now }),
   ];
   for (const r of routes) app.use(r.routes());
 

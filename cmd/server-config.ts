@@ -121,6 +121,8 @@ const fileSchema = z.strictObject({
     .default(2 ** 30),
   /** A session with no client connected to its stream this long (s) closes (`idle`). */
   session_idle_seconds: z.coerce.number().int().min(1).max(28_800).default(300),
+  /** How long an access request stays pending (s) before it ends `expired` (docs/access.md). */
+  access_request_ttl_seconds: z.coerce.number().int().min(60).max(2_592_000).default(86_400),
   /** The cluster bus: set, this server is a cluster's control node (docs/cluster.md). */
   nats_url: natsUrl().optional(),
   /** This node's NATS credentials (`tether cluster nats-config` writes them). */
@@ -254,6 +256,7 @@ export function loadServerConfig(env: NodeJS.ProcessEnv, configFile?: string): R
     docker_host: env.DOCKER_HOST || 'unix:///var/run/docker.sock',
     sim_replica_ms: s.sim_replica_ms,
     session_idle_seconds: s.session_idle_seconds,
+    access_request_ttl_seconds: s.access_request_ttl_seconds,
     session_warnings: s.session_warnings,
     log_level: s.log_level,
     heartbeat_ms: s.heartbeat_ms,

@@ -134,6 +134,7 @@ function wire(store: Store, config: Readonly<ServerConfig>, deps: WireDeps, tick
     runtime: runtimeOf(config),
     consoleDir: consoleDir(),
     sessionIdleSeconds: config.session_idle_seconds,
+    accessRequestTtlSeconds: config.access_request_ttl_seconds,
     sessionWarningsS: config.session_warnings,
     recordings: {
       dir: join(config.data_dir, 'recordings'),

@@ -64,6 +64,7 @@ export const KNOWN_SETTINGS: Readonly<Record<string, readonly SettingOwner[]>> =
   TETHER_RECORDING_MAX_BYTES: ['server'],
   TETHER_RECORDING_RETENTION_DAYS: ['server'],
   TETHER_SESSION_IDLE_SECONDS: ['server'],
+  TETHER_ACCESS_REQUEST_TTL_SECONDS: ['server'],
   TETHER_SESSION_WARNINGS: ['server', 'broker'],
   TETHER_RECORDINGS_MAX_TOTAL_BYTES: ['server'],
   TETHER_RECORDINGS_MIN_FREE_BYTES: ['server'],

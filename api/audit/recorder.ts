@@ -14,6 +14,7 @@ import type { Store } from '../store/index';
 import { atomically, type Executor } from '../store/schema';
 import { createTokenRepo } from '../store/tokens';
 import { createUserRepo } from '../store/users';
+import { enqueueDeliveries } from '../store/webhook-outbox';
 
 /** Who caused an event and where the request came from. */
 export interface AuditSource {
@@ -69,7 +70,12 @@ export async function recordAudit(db: Executor, events: AuditEvent | readonly Au
     trace_id: e.trace_id,
     source_ip: e.source_ip,
   }));
-  await createAuditLogRepo(db).append(rows);
+  // The events and their webhook deliveries (api/store/webhook-outbox.ts) commit together; `data`
+  // is each as the listing shows it, but for the row's `id`, `count` and `last_at`.
+  await atomically(db, async (tx) => {
+    await createAuditLogRepo(tx).append(rows);
+    for (const { event, at, ...data } of rows) await enqueueDeliveries(tx, { event, at, data: { event, ...data, at } });
+  });
 }
 
 /** `records` as events caused by `source` at `at`. */

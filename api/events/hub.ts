@@ -2,7 +2,8 @@
  * @module Live changes for the console and API users (docs/http-api.md, events): agents coming and
  * going, sessions opening and closing, jobs changing. Published as they happen and handed to each
  * subscriber that may see them: presence to anyone who may read devices, a session's events to its
- * owner and administrators, a job's to its creator and administrators. Nothing is stored: a subscriber sees what happens while it listens, on this
+ * owner and administrators, a job's to its creator and administrators, an access request's to its
+ * requester and administrators. Nothing is stored: a subscriber sees what happens while it listens, on this
  * peer or, published after commit over the bus, on any other (docs/peers.md).
  */
 import { hasScope } from '../access';
@@ -22,7 +23,10 @@ export function maySee(principal: Principal, e: TetherEvent): boolean {
     return hasRole(principal.role, 'administrator') || e.data.created_by === principal.username;
   }
   if (!hasRole(principal.role, 'developer') || !hasScope(principal, 'sessions:read')) return false;
-  return hasRole(principal.role, 'administrator') || ('opened_by' in e.data && e.data.opened_by === principal.username);
+  if (hasRole(principal.role, 'administrator')) return true;
+  // An access request's changes, as the request itself: to its requester (and administrators).
+  if ('requester' in e.data) return e.data.requester === principal.username;
+  return 'opened_by' in e.data && e.data.opened_by === principal.username;
 }
 
 export function createEventHub() {

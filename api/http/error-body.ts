@@ -20,6 +20,8 @@ function contractBody(err: ApiError, requestId: string): { status: number; body:
   const body: ErrorBody = { error: e.code as ErrorBody['error'], message: e.message, status: e.status };
   if (e.details) body.details = e.details;
   if (e.holder) body.holder = e.holder;
+  // Its 403 body's `details` may be this object (shared/api/errors.ts); ErrorBody types the array only.
+  if (e.accessRequired) (body as { details?: unknown }).details = e.accessRequired;
   return { status: e.status, body };
 }
 

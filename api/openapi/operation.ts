@@ -23,6 +23,8 @@ export const TAGS = {
   services: 'Deployments per environment from a service spec (docs/http-api.md, deployments).',
   fleet: 'Tenant-scoped vehicle groups, with an envelope and errors of their own (docs/http-api.md, fleet groups).',
   jobs: 'One operation across many devices at a controlled pace, the blobs file-push jobs write, and what agents fetch (docs/jobs.md).',
+  access: 'Access policies and requests: an approved request before a session on a protected device (docs/access.md).',
+  webhooks: 'Audit events POSTed, signed, to URLs administrators subscribe, with a deliveries log (docs/access.md, webhooks).',
 } as const;
 export type Tag = keyof typeof TAGS;
 

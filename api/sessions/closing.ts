@@ -1,7 +1,7 @@
 /**
  * @module Ending sessions: each close committed together with its audit event, then the relay
- * told, which ends the streams; and which open sessions are due to end: their TTL ran out, their
- * token expired (a session never outlives the token that opened it), or nobody used them for the
+ * told, which ends the streams; and which open sessions are due to end: their access grant ended
+ * or was revoked, their TTL ran out, their token expired (a session never outlives the token that opened it), or nobody used them for the
  * idle time (`./idle`). When to look is `./expiry`'s business.
  */
 import type { CloseReason } from '../../shared/protocol/control-channel';
@@ -34,7 +34,8 @@ export function createClosing({ store, relay, log, now, idle, idleSeconds, forge
       const row = await tx.sessions.close(sessionId, reason, iso(now()));
       if (row) {
         await tx.audit.append({
-          event: reason === 'expired' ? 'session.expired' : 'session.closed',
+          // Its grant's end is its own end: it expired, as by its TTL.
+          event: reason === 'expired' || reason === 'access_expired' ? 'session.expired' : 'session.closed',
           session_id: row.session_id,
           device_id: row.device_id,
           protocol: row.protocol,
@@ -71,13 +72,20 @@ export function createClosing({ store, relay, log, now, idle, idleSeconds, forge
    */
   async function expireDue(): Promise<SessionRow[]> {
     const at = iso(now());
+    // First those whose access grant is over: their reason says so (not a plain `expired`).
+    const grants = await store.sessions.dueByGrant(at);
+    const granted = [
+      ...(await closeAndNotify(grants.ended, 'access_expired', SYSTEM_ACTOR)),
+      ...(await closeAndNotify(grants.revoked, 'access_revoked', SYSTEM_ACTOR)),
+    ];
+    for (const s of granted) log.info('session closed: its access grant is over', { session_id: s.session_id, trace_id: s.trace_id, reason: s.close_reason });
     const expired = await closeAndNotify(await store.sessions.dueIds(at), 'expired', SYSTEM_ACTOR);
     for (const s of expired) log.info('session expired', { session_id: s.session_id, trace_id: s.trace_id });
     const orphaned = await closeAndNotify(await store.sessions.dueByTokenIds(at), 'token_expired', SYSTEM_ACTOR);
     for (const s of orphaned) log.info('session closed: its token expired', { session_id: s.session_id, trace_id: s.trace_id });
     const unused = await closeAndNotify(idle.dueIds(), 'idle', SYSTEM_ACTOR);
     for (const s of unused) log.info('session closed: no client for the idle time', { session_id: s.session_id, trace_id: s.trace_id, idle_s: idleSeconds });
-    return [...expired, ...orphaned, ...unused];
+    return [...granted, ...expired, ...orphaned, ...unused];
   }
 
   /** The earliest moment (ISO) an open session expires, loses its token or goes idle. */

@@ -3,6 +3,7 @@
  * end to `ttl_seconds` from now, as long as its whole life (from `opened_at`) stays within the
  * seed's 28,800 s; the row and its audit event (`session.extended`) commit together, and only while
  * the session is open and not yet due, so an extend never revives a session the expiry is closing.
+ * A session opened under an access grant is never extended past the grant's end (it stops there).
  * What follows (timers, the relay) is the caller's.
  */
 import { TTL_MAX_S } from '../../shared/api/sessions';
@@ -35,12 +36,27 @@ export function createExtender({ store, log, now }: ExtenderDeps) {
     return badRequest(`cannot extend session ${row.session_id} by ${ttlSeconds} s: ${message}`, [{ path: 'ttl_seconds', message }]);
   }
 
+  /**
+   * The latest a session opened under an access grant may end: the grant's end (Infinity
+   * without one). A grant no longer approved (revoked, ended) is 409: the session is closing.
+   */
+  async function grantEnd(row: SessionRow): Promise<number> {
+    if (row.access_request_id === null) return Infinity;
+    const grant = await store.access.get(row.access_request_id);
+    if (!grant || grant.status !== 'approved' || grant.ends_at === null) {
+      throw conflict(
+        `session ${row.session_id} was opened under access request ${row.access_request_id}, which is ${grant?.status ?? 'gone'}; it cannot be extended`,
+      );
+    }
+    return Date.parse(grant.ends_at);
+  }
+
   /** Moves the session's end to `ttlSeconds` from now; checks: 403 (scope), 404, 409 (closed), 400 (past the limit). */
   return async function extendSession(principal: Principal, sessionId: string, ttlSeconds: number): Promise<SessionRow> {
     const row = await visibleSession(store, principal, sessionId, 'sessions:write');
     const t = now();
     if (row.status !== 'open' || Date.parse(row.expires_at) <= t) throw ended(row);
-    const expiresAt = t + ttlSeconds * 1000;
+    const expiresAt = Math.min(t + ttlSeconds * 1000, await grantEnd(row));
     const openedAt = Date.parse(row.opened_at);
     if (expiresAt - openedAt > TTL_MAX_S * 1000) throw tooLong(row, ttlSeconds, t);
     // ttl_seconds stays the session's whole life, as at its opening.

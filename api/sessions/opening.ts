@@ -1,6 +1,7 @@
 /**
- * @module Opening a session: the checks in the documented order (403, 404, 503, 422, 409), a
- * port-forward's targets held against the allow-list its agent announced, and the row committed
+ * @module Opening a session: the checks in the documented order (403, 404, 403 of an access
+ * policy, 503, 422, 409), a port-forward's targets held against the allow-list its agent
+ * announced, the end of the access grant it opens under (if a policy asks for one), and the row committed
  * together with its audit event. One session per device and protocol is kept by a unique index,
  * not read-then-write; an open it refuses says whose session holds the device, and since when.
  */
@@ -9,7 +10,9 @@ import type { Logger } from '../../shared/log';
 import type { SessionProtocol } from '../../shared/protocol/control-channel';
 import { isAllowed, parsePattern, parseTarget } from '../../shared/protocol/port-forward/targets';
 import type { SessionHolder } from '../../shared/api/errors';
+import { TTL_MIN_S } from '../../shared/api/sessions';
 import { requireAccess } from '../access';
+import { requireGrant } from '../access-requests/enforcement';
 import { ApiError, conflict, notFound } from '../errors';
 import type { Relay } from '../relay';
 import { PROTOCOL_MIN_ROLE } from '../roles';
@@ -108,6 +111,9 @@ export function createOpener({ store, relay, log, now, idleSeconds }: OpenerDeps
     requireAccess(principal, 'sessions:write', minimum, `opening a ${req.protocol} session`);
     const device = await store.devices.get(req.device_id);
     if (!device) throw notFound(`no device ${req.device_id}`);
+    const t = now();
+    // A policy's 403 comes before the device's reachability: how to ask holds whether it is online or not.
+    const grant = await requireGrant(store, principal, device, req.protocol, iso(t));
     if (relay.available?.() === false) {
       throw new ApiError('unavailable', 'the cluster bus (NATS) is unreachable, so no device can be reached now; retry once it is back', undefined, {
         'Retry-After': '5',
@@ -120,8 +126,10 @@ export function createOpener({ store, relay, log, now, idleSeconds }: OpenerDeps
       );
     }
     if (req.protocol === 'port-forward') checkTargets(device, req.targets ?? []);
-    const t = now();
-    const ttl = req.ttl_seconds ?? DEFAULT_TTL_S;
+    const asked = req.ttl_seconds ?? DEFAULT_TTL_S;
+    // Under a grant the session ends with it at the latest (its whole life then, at least TTL_MIN_S as recorded).
+    const expiresAt = Math.min(t + asked * 1000, grant ? Date.parse(grant.ends_at!) : Infinity);
+    const ttl = expiresAt === t + asked * 1000 ? asked : Math.max(TTL_MIN_S, Math.round((expiresAt - t) / 1000));
     const row = {
       session_id: newSessionId(),
       device_id: req.device_id,
@@ -131,9 +139,10 @@ export function createOpener({ store, relay, log, now, idleSeconds }: OpenerDeps
       token_id: principal.token_id,
       token_expires_at: principal.expires_at,
       opened_at: iso(t),
-      expires_at: iso(t + ttl * 1000),
+      expires_at: iso(expiresAt),
       trace_id: newTraceId(),
       targets: req.protocol === 'port-forward' ? (req.targets ?? []) : null,
+      access_request_id: grant?.request_id ?? null,
     };
     try {
       await openInTx(row);

@@ -79,6 +79,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
       bytes_from_device: row.bytes_from_device,
       trace_id: row.trace_id,
       ...(row.targets && { targets: row.targets }),
+      ...(row.access_request_id !== null && { access_request_id: row.access_request_id }),
       recording: await deps.recordingOf(session_id),
     };
   }

@@ -119,6 +119,9 @@ export function createSessions(deps: SessionsDeps) {
     closeAllOfToken: async (tokenId: string, why: CutOffReason = 'token_revoked') =>
       closeAndNotify(await store.sessions.openIdsOfToken(tokenId), 'closed', SYSTEM_ACTOR, why),
 
+    /** Closes every open session opened under an access grant that was just revoked (`access_revoked`), at once. */
+    closeAllOfGrant: async (requestId: string, actor: string) => closeAndNotify(await store.sessions.openIdsOfGrant(requestId), 'access_revoked', actor),
+
     expireDue,
 
     /** Resolves once the expiry run in progress (if any) has ended: what was due is closed. */

@@ -1,13 +1,16 @@
 /**
- * @module The remote-access audit log: append-only events of sessions and of jobs, newest first
- * when listed. A session event names its session, device and protocol; a job event its `job_id`.
+ * @module The remote-access audit log: append-only events of sessions, jobs and access requests,
+ * newest first when listed. A session event names its session, device and protocol; a job event
+ * its `job_id`; an access event its `request_id` and device.
  */
 import type { ExpressionBuilder } from 'kysely';
-import type { Executor, Schema } from './schema';
+import { atomically, type Executor, type NewRow, type Schema } from './schema';
+import { enqueueDeliveries, remoteAccessData } from './webhook-outbox';
 import type { SessionProtocol } from '../../shared/protocol/control-channel';
 
 /** `session.joined`: someone other than its owner (an administrator) connected to a session's stream. */
 import type { AuditEventName } from '../../shared/api/sessions';
+import type { AccessEventName } from '../../shared/api/access';
 
 export { AUDIT_EVENTS, type AuditEventName } from '../../shared/api/sessions';
 
@@ -27,10 +30,12 @@ export interface AuditEvent {
   targets: string[] | null;
   /** A job event's job; absent from session events. */
   job_id?: string;
+  /** An access event's request; absent from the others. */
+  request_id?: string;
 }
 
 /** A session event as appended: every session field set. */
-export type SessionAuditEvent = Omit<AuditEvent, 'id' | 'job_id' | 'session_id' | 'device_id' | 'protocol'> & {
+export type SessionAuditEvent = Omit<AuditEvent, 'id' | 'job_id' | 'request_id' | 'session_id' | 'device_id' | 'protocol'> & {
   session_id: string;
   device_id: string;
   protocol: SessionProtocol;
@@ -43,6 +48,22 @@ export const JOB_AUDIT_EVENTS = ['job.created', 'job.canceled', 'job.aborted', '
 export interface JobAuditEvent {
   event: (typeof JOB_AUDIT_EVENTS)[number];
   job_id: string;
+  actor: string;
+  owner: string;
+  reason: string | null;
+  trace_id: string;
+  at: string;
+}
+
+/**
+ * An access event (CONTRACT 10.3): `owner` is the requester (who may see it), `actor` who acted
+ * (`system` for expiry), `reason` the request's on `created`, the review's on `approved`/`denied`,
+ * the revoke's on `revoked`.
+ */
+export interface AccessAuditEvent {
+  event: AccessEventName;
+  request_id: string;
+  device_id: string;
   actor: string;
   owner: string;
   reason: string | null;
@@ -78,28 +99,36 @@ function matching(q: Omit<AuditQuery, 'limit' | 'offset'>) {
   };
 }
 
-const COLUMNS = ['id', 'event', 'session_id', 'device_id', 'protocol', 'actor', 'reason', 'at', 'trace_id', 'targets', 'job_id'] as const;
+const COLUMNS = ['id', 'event', 'session_id', 'device_id', 'protocol', 'actor', 'reason', 'at', 'trace_id', 'targets', 'job_id', 'request_id'] as const;
+
+/**
+ * Inserts an event and, in the same transaction, its webhook deliveries (./webhook-outbox.ts):
+ * `data` is the event as the listing shows it.
+ */
+async function insertAudit(db: Executor, row: NewRow<'audit_events'>): Promise<void> {
+  await atomically(db, async (tx) => {
+    await tx.insertInto('audit_events').values(row).execute();
+    await enqueueDeliveries(tx, { event: row.event, at: row.at, data: remoteAccessData(row) });
+  });
+}
 
 /**
  * Appends a job event through `db`, which may be a transaction: the dispatcher records
  * `job.aborted` and `job.completed` in the transaction that ends the job.
  */
 export async function appendJobAudit(db: Executor, event: JobAuditEvent): Promise<void> {
-  await db
-    .insertInto('audit_events')
-    .values({ ...event, session_id: null, device_id: null, protocol: null, targets: null })
-    .execute();
+  await insertAudit(db, { ...event, session_id: null, device_id: null, protocol: null, targets: null });
 }
 
 export function createAuditRepo(db: Executor) {
   return {
     async append(event: SessionAuditEvent): Promise<void> {
-      await db
-        .insertInto('audit_events')
-        .values({ ...event, targets: event.targets === null ? null : JSON.stringify(event.targets), job_id: null })
-        .execute();
+      await insertAudit(db, { ...event, targets: event.targets === null ? null : JSON.stringify(event.targets), job_id: null });
     },
     appendJob: (event: JobAuditEvent): Promise<void> => appendJobAudit(db, event),
+    async appendAccess(event: AccessAuditEvent): Promise<void> {
+      await insertAudit(db, { ...event, session_id: null, protocol: null, targets: null, job_id: null });
+    },
     async list(q: AuditQuery): Promise<{ items: AuditEvent[]; total: number }> {
       const where = matching(q);
       const [items, count] = await Promise.all([
@@ -111,7 +140,7 @@ export function createAuditRepo(db: Executor) {
           .executeTakeFirstOrThrow(),
       ]);
       return {
-        items: items.map(({ job_id, ...e }) => ({
+        items: items.map(({ job_id, request_id, ...e }) => ({
           ...e,
           id: Number(e.id),
           event: e.event as AuditEventName,
@@ -119,6 +148,7 @@ export function createAuditRepo(db: Executor) {
           targets: e.targets === null ? null : (JSON.parse(e.targets) as string[]),
           // Only job events carry the field, as only port-forward sessions carry `targets`.
           ...(job_id === null ? {} : { job_id }),
+          ...(request_id === null ? {} : { request_id }),
         })),
         total: Number(count.n),
       };

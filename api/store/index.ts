@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
+import { createAccessRepo } from './access';
 import { createAuditRepo } from './audit';
 import { createBlobRepo } from './blobs';
 import { openDatabase, type Db, type Dialect, type StoreLocation } from './db';
@@ -40,6 +41,7 @@ export interface Repos {
   rateLimits: ReturnType<typeof createRateLimitRepo>;
   jobs: ReturnType<typeof createJobRepo>;
   blobs: ReturnType<typeof createBlobRepo>;
+  access: ReturnType<typeof createAccessRepo>;
 }
 
 export interface Store extends Repos {
@@ -83,6 +85,7 @@ function reposOn(db: Executor, dialect: Dialect, idempotencySecret: () => Promis
     rateLimits: createRateLimitRepo(db, dialect),
     jobs: createJobRepo(db),
     blobs: createBlobRepo(db),
+    access: createAccessRepo(db),
   };
 }
 

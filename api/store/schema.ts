@@ -6,8 +6,10 @@
  * (test/unit/api/store/schema-parity.test.ts holds them to it).
  */
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { AccessPoliciesTable, AccessRequestsTable, WebhookDeliveriesTable, WebhooksTable } from './schema-access';
 import type { BlobChunksTable, BlobsTable, JobExecutionsTable, JobsTable } from './schema-jobs';
 
+export type { AccessPoliciesTable, AccessRequestsTable, WebhookDeliveriesTable, WebhooksTable } from './schema-access';
 export type { BlobChunksTable, BlobsTable, JobExecutionsTable, JobsTable } from './schema-jobs';
 
 /** A column the database fills when the insert leaves it out. */
@@ -65,9 +67,11 @@ export interface SessionsTable {
   token_id: string | null;
   token_expires_at: string | null;
   targets: string | null;
+  /** The access grant (access_requests) it was opened under; null when no policy applied. */
+  access_request_id: string | null;
 }
 
-/** The remote-access audit: session events (session_id, device_id, protocol set) and job events (job_id set). */
+/** The remote-access audit: session events (session_id, device_id, protocol set), job events (job_id set) and access events (request_id, device_id set). */
 export interface AuditEventsTable {
   id: Generated<number>;
   event: string;
@@ -81,6 +85,7 @@ export interface AuditEventsTable {
   trace_id: string;
   targets: string | null;
   job_id: string | null;
+  request_id: string | null;
 }
 
 export interface SecretsTable {
@@ -234,6 +239,10 @@ export interface Schema {
   job_executions: JobExecutionsTable;
   blobs: BlobsTable;
   blob_chunks: BlobChunksTable;
+  access_policies: AccessPoliciesTable;
+  access_requests: AccessRequestsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 /** The tables in an order that respects their foreign keys (parents first): copies insert in it. */
@@ -259,6 +268,10 @@ export const TABLES: readonly (keyof Schema)[] = [
   'job_executions',
   'blobs',
   'blob_chunks',
+  'access_policies',
+  'access_requests',
+  'webhooks',
+  'webhook_deliveries',
 ];
 
 /** Where queries run: the database, or a transaction on it. Repositories take either. */

@@ -25,6 +25,8 @@ export interface SessionRow {
   trace_id: string;
   /** A port-forward session's targets (canonical `HOST:PORT`); null for the other protocols. */
   targets: string[] | null;
+  /** The access grant (request) it was opened under; null when no access policy applied. */
+  access_request_id: string | null;
 }
 
 /** A row as the database holds it: `targets` as JSON text. */
@@ -76,7 +78,11 @@ export function createSessionRepo(db: Executor) {
   const open = () => db.selectFrom('sessions').where('status', '=', 'open');
   return {
     /** Inserts an open session; throws a unique violation (`isUniqueViolation`) if one of that protocol is open. */
-    async insert(row: Omit<SessionRow, 'status' | 'closed_at' | 'close_reason' | 'bytes_to_device' | 'bytes_from_device'>): Promise<void> {
+    async insert(
+      row: Omit<SessionRow, 'status' | 'closed_at' | 'close_reason' | 'bytes_to_device' | 'bytes_from_device' | 'access_request_id'> & {
+        access_request_id?: string | null;
+      },
+    ): Promise<void> {
       await db
         .insertInto('sessions')
         .values({ ...row, status: 'open', targets: row.targets === null ? null : JSON.stringify(row.targets) })
@@ -136,6 +142,24 @@ export function createSessionRepo(db: Executor) {
       open().select(['opened_by', 'opened_at']).where('device_id', '=', deviceId).where('protocol', '=', protocol).executeTakeFirst(),
     openIdsOfDevice: (deviceId: string): Promise<string[]> => openSessionIds(open().select('session_id').where('device_id', '=', deviceId).execute()),
     openIdsOfToken: (tokenId: string): Promise<string[]> => openSessionIds(open().select('session_id').where('token_id', '=', tokenId).execute()),
+    openIdsOfGrant: (requestId: string): Promise<string[]> => openSessionIds(open().select('session_id').where('access_request_id', '=', requestId).execute()),
+    /**
+     * Open sessions whose access grant is over at `at`: ended (its `ends_at` passed: they close
+     * `access_expired`) or revoked (a revoke closes them at once; this finds any it missed).
+     */
+    async dueByGrant(at: string): Promise<{ ended: string[]; revoked: string[] }> {
+      const rows = await db
+        .selectFrom('sessions as s')
+        .innerJoin('access_requests as r', 'r.request_id', 's.access_request_id')
+        .select(['s.session_id', 'r.status'])
+        .where('s.status', '=', 'open')
+        .where((eb) => eb.or([eb('r.ends_at', '<=', at), eb('r.status', '=', 'revoked')]))
+        .execute();
+      return {
+        ended: rows.filter((r) => r.status !== 'revoked').map((r) => r.session_id),
+        revoked: rows.filter((r) => r.status === 'revoked').map((r) => r.session_id),
+      };
+    },
     /** The earliest moment an open session expires or loses its token. */
     async nextExpiry(): Promise<string | null> {
       const row = await open()

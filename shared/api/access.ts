@@ -123,11 +123,5 @@ export const accessRequest = named(
 );
 export type AccessRequest = z.infer<typeof accessRequest>;
 
-/** What the error of a session refused for want of a grant carries besides its message: how to ask. */
-export const accessRequiredDetail = z.strictObject({
-  device_id: z.string(),
-  protocol: z.enum(SESSION_PROTOCOLS),
-  policies: z.array(z.strictObject({ policy_id: z.string(), name: z.string(), max_duration_seconds: z.int() })),
-  /** The CLI command that asks, e.g. `tether access request cam-7 --protocol shell --reason "…"`. */
-  request_command: z.string(),
-});
+/** What the error of a session refused for want of a grant carries besides its message: how to ask (its `details`). */
+export { accessRequiredDetail, type AccessRequiredDetail } from './access-detail';

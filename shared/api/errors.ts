@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { named, timestamp } from './common';
+import { accessRequiredDetail } from './access-detail';
 
 export const ERROR_CODES = {
   bad_request: 400,
@@ -144,7 +145,10 @@ const holderField = () => ({
 
 /** `{error, message, status, details?}` (and `holder?` on a 409): an error of `status` on every path but the fleet interface's. */
 export function contractErrorBody(status: number) {
-  return status === 409 ? z.strictObject({ ...contractFields(status), ...holderField() }) : z.strictObject(contractFields(status));
+  if (status === 409) return z.strictObject({ ...contractFields(status), ...holderField() });
+  // A 403 `access_request_required` says how to ask in its `details` (./access-detail.ts).
+  if (status === 403) return z.strictObject({ ...contractFields(status), details: z.union([z.array(errorDetail), accessRequiredDetail]).optional() });
+  return z.strictObject(contractFields(status));
 }
 
 /** `{status: "error", error: {code, message, details?}, timestamp, request_id}`: an error of the fleet interface. */

@@ -9,6 +9,7 @@ import { closeReasonSchema, SESSION_PROTOCOLS } from '../protocol/control-channe
 import { formatTarget, MAX_TARGETS, parseTarget } from '../protocol/port-forward/targets';
 import type { ErrorCode } from './errors';
 import { count, dateTimeParam, named, pagingParams, timestamp } from './common';
+import { ACCESS_EVENTS } from './access';
 
 export const TTL_MIN_S = 60;
 /** Also the longest a session may live in all, extends included (from `opened_at` to `expires_at`). */
@@ -20,7 +21,8 @@ export const TTL_DEFAULT_S = 3600;
  * `session.joined`: someone other than its owner (an administrator) connected to a session's
  * stream. `session.extended`: its end moved; `reason` is the new `expires_at`. `job.*`: a job
  * (CONTRACT 10.2) was created, canceled, aborted (`reason`: why) or completed; these name `job_id`
- * and no session, device or protocol.
+ * and no session, device or protocol. `access_request.*`: an access request (CONTRACT 10.3) was
+ * created, approved, denied, canceled, expired or revoked; these name `request_id` and `device_id`.
  */
 export const AUDIT_EVENTS = [
   'session.opened',
@@ -33,6 +35,7 @@ export const AUDIT_EVENTS = [
   'job.canceled',
   'job.aborted',
   'job.completed',
+  ...ACCESS_EVENTS,
 ] as const;
 export type AuditEventName = (typeof AUDIT_EVENTS)[number];
 
@@ -161,6 +164,7 @@ export const session = named(
     bytes_from_device: count,
     trace_id: z.string(),
     targets: z.array(z.string()).optional().describe('a port-forward session’s targets, canonical HOST:PORT'),
+    access_request_id: z.string().optional().describe('the access grant it was opened under (docs/access.md); absent when no access policy applied'),
     recording: recording.nullable(),
   }),
 );
@@ -171,15 +175,16 @@ export const auditEvent = named(
   z.strictObject({
     id: z.int(),
     event: z.enum(AUDIT_EVENTS),
-    session_id: z.string().nullable().describe('null for job events'),
+    session_id: z.string().nullable().describe('null for job and access events'),
     device_id: z.string().nullable().describe('null for job events'),
-    protocol: z.enum(SESSION_PROTOCOLS).nullable().describe('null for job events'),
+    protocol: z.enum(SESSION_PROTOCOLS).nullable().describe('null for job and access events'),
     actor: z.string(),
     reason: z.string().nullable(),
     at: timestamp,
     trace_id: z.string(),
     targets: z.array(z.string()).optional(),
     job_id: z.string().optional().describe('the job of a job.* event'),
+    request_id: z.string().optional().describe('the access request of an access_request.* event'),
   }),
 );
 export type AuditEvent = z.infer<typeof auditEvent>;

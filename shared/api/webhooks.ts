@@ -50,6 +50,9 @@ export type CreateWebhookBody = z.infer<typeof createWebhookBody>;
 
 export const deliveriesQuery = z.strictObject({ ...pagingParams(200, 50), status: z.enum(DELIVERY_STATUSES).optional() });
 
+/** `GET /v1/webhooks`: the live webhooks, newest first. */
+export const webhooksQuery = z.strictObject(pagingParams(200, 50));
+
 // Responses
 
 export const webhook = named(

@@ -141,7 +141,7 @@ describe('tether db copy', () => {
     expect(dry.stdout).toMatch(/^target postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+: reachable, empty, no tether schema yet/m);
     expect(dry.stdout).toMatch(/^users\s+3\s+would be copied$/m);
     expect(dry.stdout).toMatch(/^peers\s+\d+\s+not copied: runtime state/m);
-    expect(dry.stdout).toMatch(/^dry run: would copy \d+ rows in 19 tables; nothing was written$/m);
+    expect(dry.stdout).toMatch(/^dry run: would copy \d+ rows in 23 tables; nothing was written$/m);
     expect(await relations(url)).toEqual([]);
 
     // The copy, from the database the server is still writing to (heartbeats, replicas).

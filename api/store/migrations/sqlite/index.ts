@@ -13,6 +13,7 @@ import m011 from './011-service-status';
 import m012 from './012-peers';
 import m013 from './013-audit-log';
 import m014 from './014-jobs';
+import m015 from './015-access';
 
 export interface Migration {
   version: number;
@@ -35,4 +36,5 @@ export const sqliteMigrations: readonly Migration[] = [
   { version: 12, name: 'peers', sql: m012 },
   { version: 13, name: 'audit-log', sql: m013 },
   { version: 14, name: 'jobs', sql: m014 },
+  { version: 15, name: 'access', sql: m015 },
 ];

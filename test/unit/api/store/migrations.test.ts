@@ -87,6 +87,8 @@ describe('every migration', () => {
       migrate(db);
       expect(db.pragma('user_version', { simple: true })).toBe(migrations.at(-1)!.version);
       expect(tablesOf(db)).toEqual([
+        'access_policies',
+        'access_requests',
         'audit_events',
         'audit_log',
         'blob_chunks',
@@ -108,6 +110,8 @@ describe('every migration', () => {
         'sessions',
         'tokens',
         'users',
+        'webhook_deliveries',
+        'webhooks',
       ]);
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
       expect(db.pragma('foreign_key_check')).toEqual([]);

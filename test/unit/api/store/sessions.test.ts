@@ -37,6 +37,7 @@ describe('session repository', () => {
       close_reason: null,
       bytes_to_device: 0,
       bytes_from_device: 0,
+      access_request_id: null,
     });
     expect(await store.sessions.get('s2')).toBeUndefined();
   });

@@ -22,7 +22,9 @@ export type ApiErrorCode = ErrorCode | FleetCode | 'unknown';
 export type ApiErrorBody = Omit<ErrorBody, 'error'> & { error: ApiErrorCode };
 
 const problemsSchema = z.optional(z.array(z.object({ path: z.string(), message: z.string(), line: z.optional(z.number()) })));
-const errorBodySchema = z.object({ error: z.string(), message: z.string(), details: problemsSchema, holder: z.optional(sessionHolderSchema) });
+// `details` is a list of problems on a 400, but other errors carry an object of their own (a 403
+// `access_request_required`: how to ask): such an answer keeps its code and message.
+const errorBodySchema = z.object({ error: z.string(), message: z.string(), details: z.optional(z.unknown()), holder: z.optional(sessionHolderSchema) });
 /** The fleet interface's errors (docs/http-api.md, fleet groups). */
 const fleetErrorSchema = z.object({
   status: z.literal('error'),
@@ -80,7 +82,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 function errorBodyOf(parsed: unknown, status: number): ApiErrorBody {
   const body = errorBodySchema.safeParse(parsed);
-  if (body.success) return { ...body.data, error: body.data.error as ApiErrorCode, status };
+  if (body.success) {
+    const { details, ...rest } = body.data;
+    const problems = problemsSchema.safeParse(details);
+    return { ...rest, error: body.data.error as ApiErrorCode, status, ...(problems.success && problems.data ? { details: problems.data } : {}) };
+  }
   const fleet = fleetErrorSchema.safeParse(parsed);
   if (fleet.success) {
     const { code, message, details } = fleet.data.error;

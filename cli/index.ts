@@ -5,6 +5,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Context } from './context';
 import { DIAG_OPS } from './diag-ops';
+import { registerAccessCommands } from './register-access';
 import { registerAccountCommands } from './register-accounts';
 import { registerJobCommands } from './register-jobs';
 import { registerPlatformCommands } from './register-platform';
@@ -229,5 +230,6 @@ export function registerClientCommands(program: Command, ctx: () => Context, set
     .action(async (src, dst, o) => (await commands.cp()).cp(ctx(), src, dst, { ...o, progress: o.progress === false ? false : undefined }));
 
   registerJobCommands(program, ctx, setExit);
+  registerAccessCommands(program, ctx, setExit);
   registerPlatformCommands(program, ctx);
 }

@@ -101,8 +101,8 @@ async function sessionEvents(ctx: Context, q: URLSearchParams, flags: AuditFlags
   const rows = events.map((e) => ({
     at: shortTime(e.at),
     event: e.event,
-    // A job's events name the job and no session, device or protocol.
-    session: e.session_id ?? e.job_id ?? '-',
+    // A job's events name the job and no session, device or protocol; an access request's, the request and its device.
+    session: e.session_id ?? e.job_id ?? e.request_id ?? '-',
     device: e.device_id ?? '-',
     protocol: e.protocol ?? '-',
     actor: e.actor,

@@ -1,7 +1,7 @@
 /**
  * @module The tether web console: a single page, routed by the URL's hash (`#/devices`,
  * `#/devices/ID`, `#/terminal/ID`, `#/files/ID`, `#/services`, `#/services/ENV/NAME`,
- * `#/sessions`, `#/sessions/ID/play`, `#/jobs`, `#/jobs/ID`, `#/audit`, `#/users`, `#/tokens`, `#/fleet`).
+ * `#/sessions`, `#/sessions/ID/play`, `#/jobs`, `#/jobs/ID`, `#/access`, `#/audit`, `#/users`, `#/tokens`, `#/fleet`).
  * Each page renders into `#app` and returns what ends it (a stream, a session, a subscription)
  * when you leave it. The navigation and the routes offer only what the signed-in user's role may
  * use (the server refuses the rest anyway).
@@ -15,6 +15,7 @@ import { currentUser, forget, setCurrentUser, token } from './auth';
 import type { Cleanup, Page } from './page';
 import { append, h, replace } from './dom';
 import { startLive, stopLive } from './events';
+import { accessPage } from './pages/access';
 import { auditPage } from './pages/audit';
 import { devicePage } from './pages/device';
 import { devicesPage } from './pages/devices';
@@ -48,6 +49,7 @@ const ROUTES: Route[] = [
   [/^\/sessions\/([^/]+)\/play$/, playerPage, 'developer'],
   [/^\/jobs$/, jobsPage, JOB_MIN_ROLE],
   [/^\/jobs\/([^/]+)$/, jobPage, JOB_MIN_ROLE],
+  [/^\/access$/, accessPage, 'developer'],
   [/^\/audit$/, auditPage, 'developer'],
   [/^\/users$/, usersPage, 'administrator'],
   [/^\/tokens$/, tokensPage, null],
@@ -60,6 +62,7 @@ const SECTIONS: Array<[href: string, label: string, minimum: Role | null]> = [
   ['#/services', 'Services', 'developer'],
   ['#/sessions', 'Sessions', 'developer'],
   ['#/jobs', 'Jobs', JOB_MIN_ROLE],
+  ['#/access', 'Access', 'developer'],
   ['#/audit', 'Audit', 'developer'],
   ['#/fleet', 'Fleet', null],
   ['#/users', 'Users', 'administrator'],

@@ -209,6 +209,8 @@ const CLOSE_WORDS: Readonly<Record<number, string>> = {
 
 /** A stream's close code in plain words, with its reason when the words do not already say it. */
 export function closeWords({ code, reason }: StreamClose): string {
+  // A reason that says it all ("session closed: its access grant was revoked") stands alone.
+  if (reason && /^session (closed|expired):/.test(reason)) return `the ${reason}`;
   const words = CLOSE_WORDS[code];
   return `${words ?? 'the connection closed'}${reason && !words?.includes(reason) ? ` (${reason})` : ''}`;
 }

@@ -143,7 +143,7 @@ describe('users and tokens', () => {
   it('an administrator adds a developer, who sees neither the admin pages nor Files; disabling signs the developer out', async () => {
     await stack.addDevice('cadm-dev-box');
     const admin = await signedIn();
-    expect(await sections(admin)).toEqual(['Devices', 'Services', 'Sessions', 'Jobs', 'Audit', 'Fleet', 'Users', 'Tokens']);
+    expect(await sections(admin)).toEqual(['Devices', 'Services', 'Sessions', 'Jobs', 'Access', 'Audit', 'Fleet', 'Users', 'Tokens']);
     await open(admin, '#/users', '#user-list table');
     await admin.fill('#new-username', 'cadm-dev');
     await admin.selectOption('#new-role', 'developer');
@@ -155,7 +155,7 @@ describe('users and tokens', () => {
     expect(await datesInOneFormat(admin)).toBeGreaterThan(0);
 
     const dev = await signedIn('cadm-dev', 'a developer passphrase');
-    expect(await sections(dev)).toEqual(['Devices', 'Services', 'Sessions', 'Jobs', 'Audit', 'Fleet', 'Tokens']);
+    expect(await sections(dev)).toEqual(['Devices', 'Services', 'Sessions', 'Jobs', 'Access', 'Audit', 'Fleet', 'Tokens']);
     await dev.waitForSelector('#device-list table');
     expect(await dev.$('#register-device')).toBeNull();
     await open(dev, '#/devices/cadm-dev-box', '#diagnostics');

@@ -16,6 +16,12 @@ const EVENTS = Object.keys({
   'job.canceled': true,
   'job.aborted': true,
   'job.completed': true,
+  'access_request.created': true,
+  'access_request.approved': true,
+  'access_request.denied': true,
+  'access_request.canceled': true,
+  'access_request.expired': true,
+  'access_request.revoked': true,
 } satisfies Record<AuditEventName, true>);
 
 export async function auditPage(root: HTMLElement): Promise<void> {
@@ -45,8 +51,8 @@ export async function auditPage(root: HTMLElement): Promise<void> {
           {
             When: (e) => timeElement(e.at),
             Event: (e) => e.event,
-            // A job event names its job where a session event names its session.
-            Session: (e) => h('code', {}, e.session_id ?? e.job_id ?? ''),
+            // A job event names its job, an access event its request, where a session event names its session.
+            Session: (e) => h('code', {}, e.session_id ?? e.job_id ?? e.request_id ?? ''),
             Device: (e) => e.device_id ?? '',
             Protocol: (e) => e.protocol ?? '',
             Actor: (e) => e.actor,

@@ -14,6 +14,7 @@ import { timeElement } from '../format';
 import type { Cleanup } from '../page';
 import { isAdmin, mayOpen } from '../roles';
 import { askInPage, openSession, SessionStream } from '../session-stream';
+import { accessNotice, accessRefusal } from './access/device-notice';
 import { deviceAdmin } from './device/admin';
 
 export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cleanup> {
@@ -54,10 +55,13 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
     ),
     h('div', { class: 'actions' }, forwardBox, h('button', { type: 'button', onclick: () => void navigator.clipboard?.writeText(forwardLine) }, 'Copy')),
   );
+  // Shell and files on a device a policy protects need an approved request: said before they are tried.
+  const access = accessNotice(device, me);
   replace(
     root,
     h('h1', {}, device.device_id, ' ', status),
     h('p', {}, seen, device.agent_version ? ` · agent ${device.agent_version}` : ''),
+    access.element,
     actions,
     forward,
     isAdmin(me) && deviceAdmin(device.device_id),
@@ -75,6 +79,7 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
   let sessionId: string | undefined;
   const done = () => {
     stop();
+    access.stop();
     stream?.close();
     if (sessionId) void api('DELETE', `/v1/remote-access/sessions/${sessionId}`).catch(() => {});
   };
@@ -159,7 +164,7 @@ export async function devicePage(root: HTMLElement, [id]: string[]): Promise<Cle
       );
       void readLog();
     } catch (err) {
-      replace(summary, errorBox(`Diagnostics: ${(err as Error).message}`));
+      replace(summary, accessRefusal(err, device.device_id, 'diagnostics') ?? errorBox(`Diagnostics: ${(err as Error).message}`));
     }
   })();
   return done;

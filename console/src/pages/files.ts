@@ -12,6 +12,7 @@ import { errorBox, formatBytes, h, replace, table } from '../dom';
 import { timeElement } from '../format';
 import type { Cleanup } from '../page';
 import { askInPage, openSession, SessionStream } from '../session-stream';
+import { accessRefusal } from './access/device-notice';
 import { fileActions } from './files/actions';
 import { fileTransfers, join } from './files/transfers';
 
@@ -44,7 +45,7 @@ export async function filesPage(root: HTMLElement, [id]: string[], query: URLSea
   try {
     session = await openSession(id!, 'file-transfer', askInPage(listing, id!, 'file-transfer'));
   } catch (err) {
-    replace(listing, errorBox((err as Error).message));
+    replace(listing, accessRefusal(err, id!, 'file-transfer') ?? errorBox((err as Error).message));
     return () => {};
   }
   const stream = new SessionStream(session.websocket_url!);

@@ -14,6 +14,7 @@ import { api, ApiError } from '../api';
 import { errorBox, h, replace } from '../dom';
 import type { Cleanup } from '../page';
 import { askInPage, closeWords, openSession, SessionStream, type StreamClose } from '../session-stream';
+import { accessRefusal } from './access/device-notice';
 import { expiryView, type ExpiryView } from './terminal-expiry';
 import { pipeOutput, wireInput } from './terminal-io';
 
@@ -63,8 +64,8 @@ export async function terminalPage(root: HTMLElement, [id]: string[]): Promise<C
   try {
     session = await openSession(device, 'shell', askInPage(question, device, 'shell'));
   } catch (err) {
-    // Someone else's shell, or yours kept: say so instead of "Opening a shell…" for ever.
-    replace(status, errorBox((err as Error).message));
+    // Someone else's shell, yours kept, or no grant (with the way to ask): say so instead of "Opening a shell…" for ever.
+    replace(status, accessRefusal(err, device, 'shell') ?? errorBox((err as Error).message));
     box.remove();
     return () => {};
   }

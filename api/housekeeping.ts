@@ -3,19 +3,22 @@
  * BEAT_MS that it is alive (the `peers` table), and, while it leads (`store/leadership.ts`: on
  * SQLite always, on PostgreSQL the one peer holding the housekeeping lock), it clears the presence
  * of agents held by peers that went silent (they died: their agents reconnect elsewhere, with a new
- * presence generation), forgets those peers, sweeps old rate-limit rows and
- * deletes blob uploads left unfinished for a day. Every step is a
+ * presence generation), forgets those peers, sweeps old rate-limit rows,
+ * deletes blob uploads left unfinished for a day and webhook deliveries that ended 30 days ago. Every step is a
  * conditional write, so a leader that lost its lock a moment ago and runs once more does no harm.
  */
 import type { Logger } from '../shared/log';
 import type { Leadership } from './store/leadership';
 import { RATE_LIMIT_WINDOW_MS } from './http/rate-limit';
 import type { Store } from './store/index';
+import { createWebhookRepo } from './store/webhooks';
 
 /** How often a server says it is alive, and the leader looks. */
 export const BEAT_MS = 2000;
 /** A peer silent this long is gone. */
 export const PEER_SILENT_MS = 10_000;
+/** How long the deliveries log keeps a delivery that ended (delivered or failed). */
+export const DELIVERY_LOG_MS = 30 * 24 * 3600_000;
 /** A blob upload unfinished this long was cut off (its server died mid-upload): its chunks are deleted. */
 export const UNFINISHED_BLOB_MS = 24 * 3600_000;
 
@@ -53,6 +56,7 @@ export function createHousekeeping(deps: HousekeepingDeps) {
     await store.rateLimits.expire(t - RATE_LIMIT_WINDOW_MS);
     const cutOff = await store.blobs.deleteUnfinished(new Date(t - UNFINISHED_BLOB_MS).toISOString());
     if (cutOff > 0) log.info('deleted blob uploads a server left unfinished', { blobs: cutOff });
+    await createWebhookRepo(store.db).pruneEnded(new Date(t - DELIVERY_LOG_MS).toISOString());
   }
 
   async function beat(): Promise<void> {

@@ -50,6 +50,10 @@ const EVENTS: Record<WebhookEventName, true> = {
   'device.created': true,
   'device.deleted': true,
   'device.token_rotated': true,
+  'policy.created': true,
+  'policy.deleted': true,
+  'webhook.created': true,
+  'webhook.deleted': true,
 };
 
 const jsonOption = () => new Option('--json', 'print the answer as JSON');

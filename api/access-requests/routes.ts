@@ -26,7 +26,10 @@ import type { EventHub } from '../events/hub';
 import { principalOf } from '../http/auth';
 import { ok, okList } from '../http/envelope';
 import { offsetOf, parseBody, parseQuery } from '../http/validate';
+import { auditSourceOf, eventsOf, recordAudit } from '../audit/recorder';
+import { createAccessRepo } from '../store/access';
 import type { Store } from '../store/index';
+import { atomically } from '../store/schema';
 import { createAccessRequests, isAdmin } from './requests';
 
 export interface AccessRoutesDeps {
@@ -59,7 +62,17 @@ export function accessRoutes(deps: AccessRoutesDeps): Router {
       created_by: p.username,
       created_at: new Date(now()).toISOString(),
     };
-    await store.access.createPolicy(policy);
+    // Who may open what changed: the policy and its audit event commit together.
+    const { policy_id, name, match, protocols, max_duration_seconds } = policy;
+    await atomically(store.db, async (db) => {
+      await createAccessRepo(db).createPolicy(policy);
+      const record = {
+        event: 'policy.created',
+        target: { kind: 'policy', id: policy_id },
+        details: { name, labels: match.labels, protocols, max_duration_seconds },
+      } as const;
+      await recordAudit(db, eventsOf(auditSourceOf(ctx), policy.created_at, [record]));
+    });
     ok<AccessPolicy>(ctx, policy, 201);
   });
 
@@ -73,7 +86,13 @@ export function accessRoutes(deps: AccessRoutesDeps): Router {
   router.delete('/v1/access-policies/:policyId', async function deletePolicy(ctx) {
     requireAccess(principalOf(ctx), 'identity:write', 'administrator', 'deleting access policies');
     const id = ctx.params.policyId!;
-    if (!(await store.access.deletePolicy(id, new Date(now()).toISOString()))) throw notFound(`no access policy ${id}`);
+    const at = new Date(now()).toISOString();
+    const deleted = await atomically(store.db, async (db) => {
+      if (!(await createAccessRepo(db).deletePolicy(id, at))) return false;
+      await recordAudit(db, eventsOf(auditSourceOf(ctx), at, [{ event: 'policy.deleted', target: { kind: 'policy', id } }]));
+      return true;
+    });
+    if (!deleted) throw notFound(`no access policy ${id}`);
     ctx.status = 204;
   });
 

@@ -106,6 +106,12 @@ export function createWebhookRepo(db: Executor) {
       return row && hookRow(row);
     },
 
+    /** Deletes delivered and failed deliveries created before `before` (housekeeping: the log is kept, not for ever); how many. */
+    async pruneEnded(before: string): Promise<number> {
+      const r = await db.deleteFrom('webhook_deliveries').where('status', 'in', ['delivered', 'failed']).where('created_at', '<', before).executeTakeFirst();
+      return affected(r);
+    },
+
     /** Marks a live webhook deleted and ends its pending deliveries `failed`; false when there is no live one. */
     remove(webhookId: string, at: string): Promise<boolean> {
       return atomically(db, async (tx) => {

@@ -13,7 +13,9 @@ import { notFound } from '../errors';
 import { principalOf } from '../http/auth';
 import { ok, okList } from '../http/envelope';
 import { offsetOf, parseBody, parseQuery } from '../http/validate';
+import { auditSourceOf, eventsOf, recordAudit } from '../audit/recorder';
 import type { Store } from '../store/index';
+import { atomically } from '../store/schema';
 import { createWebhookRepo, type WebhookRow } from '../store/webhooks';
 
 export interface WebhookRoutesDeps {
@@ -41,7 +43,14 @@ export function webhookRoutes(deps: WebhookRoutesDeps): Router {
     const p = principalOf(ctx);
     requireAccess(p, 'identity:write', 'administrator', 'creating a webhook');
     const body = await parseBody(ctx, createWebhookBody);
-    const row = await repo.create({ ...body, format: body.format ?? 'json', created_by: p.username, at: new Date(deps.now()).toISOString() });
+    const at = new Date(deps.now()).toISOString();
+    // Where audit data goes changed: the webhook and its audit event commit together (never the secret).
+    const row = await atomically(deps.store.db, async (db) => {
+      const created = await createWebhookRepo(db).create({ ...body, format: body.format ?? 'json', created_by: p.username, at });
+      const details = { url: created.url, events: body.events, format: body.format ?? 'json' };
+      await recordAudit(db, eventsOf(auditSourceOf(ctx), at, [{ event: 'webhook.created', target: { kind: 'webhook', id: created.webhook_id }, details }]));
+      return created;
+    });
     ok<Webhook>(ctx, webhookView(row), 201);
   });
 
@@ -56,7 +65,13 @@ export function webhookRoutes(deps: WebhookRoutesDeps): Router {
   router.delete('/v1/webhooks/:webhookId', async function deleteWebhook(ctx) {
     requireAccess(principalOf(ctx), 'identity:write', 'administrator', 'deleting a webhook');
     const id = ctx.params.webhookId!;
-    if (!(await repo.remove(id, new Date(deps.now()).toISOString()))) throw notFound(`no webhook ${id}`);
+    const at = new Date(deps.now()).toISOString();
+    const removed = await atomically(deps.store.db, async (db) => {
+      if (!(await createWebhookRepo(db).remove(id, at))) return false;
+      await recordAudit(db, eventsOf(auditSourceOf(ctx), at, [{ event: 'webhook.deleted', target: { kind: 'webhook', id } }]));
+      return true;
+    });
+    if (!removed) throw notFound(`no webhook ${id}`);
     ctx.status = 204;
   });
 

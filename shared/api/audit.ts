@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { dateTimeParam, named, pagingParams, timestamp } from './common';
 
-/** Every event the log records, by family (`login.`, `user.`, `token.`, `device.`). */
+/** Every event the log records, by family (`login.`, `user.`, `token.`, `device.`, `policy.` (access policies), `webhook.`). */
 export const AUDIT_LOG_EVENTS = [
   'login.succeeded',
   'login.failed',
@@ -21,6 +21,10 @@ export const AUDIT_LOG_EVENTS = [
   'device.created',
   'device.deleted',
   'device.token_rotated',
+  'policy.created',
+  'policy.deleted',
+  'webhook.created',
+  'webhook.deleted',
 ] as const;
 export type AuditLogEventName = (typeof AUDIT_LOG_EVENTS)[number];
 
@@ -28,7 +32,7 @@ export type AuditLogEventName = (typeof AUDIT_LOG_EVENTS)[number];
 export const AUDIT_LOG_FAMILIES = [...new Set(AUDIT_LOG_EVENTS.map((e) => `${e.split('.')[0]}.`))];
 
 /** What an event is about. */
-export const AUDIT_TARGET_KINDS = ['user', 'token', 'device'] as const;
+export const AUDIT_TARGET_KINDS = ['user', 'token', 'device', 'policy', 'webhook'] as const;
 export type AuditTargetKind = (typeof AUDIT_TARGET_KINDS)[number];
 
 export const AUDIT_OUTCOMES = ['success', 'failure'] as const;

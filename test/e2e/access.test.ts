@@ -63,6 +63,11 @@ describe('access policies', () => {
     expect((await stack.admin.del(`/v1/access-policies/${other.body.data.policy_id}`)).status).toBe(204);
     expect((await stack.admin.del(`/v1/access-policies/${other.body.data.policy_id}`)).status).toBe(404);
     expect((await stack.as(dev).get('/v1/access-policies')).body.meta.total).toBe(1);
+    // Both changes of who may open what are in the audit log, with what the policy said.
+    const id = other.body.data.policy_id as string;
+    const logged = (await stack.admin.get(`/v1/audit/events?event=policy.&target=policy:${id}`)).body.data as { event: string; details: unknown }[];
+    expect(logged.map((e) => e.event)).toEqual(['policy.deleted', 'policy.created']);
+    expect(logged[1]!.details).toEqual({ name: 'lab', labels: { env: 'lab' }, protocols: ['shell'], max_duration_seconds: 3600 });
   });
 
   it('refuses sessions on a matched device without a grant, for every role, saying how to ask; other devices are unchanged', async () => {

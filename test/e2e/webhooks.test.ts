@@ -240,6 +240,11 @@ describe('webhooks', () => {
     await waitFor(() => b.got.length === 2, 'the live webhook delivered');
     expect(a.got).toHaveLength(1);
     expect((await deliveries(s, ida)).meta.total).toBe(1);
+    // Where audit data goes is itself audited, and the secret is in no event.
+    const logged = await s.admin.get(`/v1/audit/events?event=webhook.&target=webhook:${ida}`);
+    expect(logged.body.data.map((e: { event: string }) => e.event)).toEqual(['webhook.deleted', 'webhook.created']);
+    expect(logged.body.data[1].details).toEqual({ url: a.url, events: ['user.created'], format: 'json' });
+    expect(logged.text).not.toContain(SECRET);
   });
 
   it('sends the access events: a request and its approval, as JSON and as a Slack line', async () => {

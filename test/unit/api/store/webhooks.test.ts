@@ -188,4 +188,15 @@ describe('webhooks repository and outbox', () => {
     expect((await repo().deliveries(other.webhook_id, { status: 'pending', limit: 10, offset: 0 })).total).toBe(3);
     expect((await repo().deliveries(h.webhook_id, { status: 'pending', limit: 10, offset: 0 })).total).toBe(0);
   });
+
+  it('prunes, for housekeeping, deliveries that ended before a time; pending ones stay whatever their age', async () => {
+    const h = await hook(['job.created']);
+    const other = await hook(['job.created']);
+    await appendJobAudit(store.db, job);
+    await appendJobAudit(store.db, { ...job, job_id: 'job_2', at: at(10) });
+    expect(await repo().remove(h.webhook_id, at(20))).toBe(true); // h's two deliveries end failed
+    expect(await repo().pruneEnded(at(5))).toBe(1); // h's first only: the second is newer, other's are pending
+    expect((await repo().deliveries(h.webhook_id, { limit: 10, offset: 0 })).items.map((d) => d.created_at)).toEqual([at(10)]);
+    expect((await repo().deliveries(other.webhook_id, { limit: 10, offset: 0 })).total).toBe(2);
+  });
 });

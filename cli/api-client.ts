@@ -210,3 +210,22 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
   return { server: options.server, request, stream: (path: string) => send('GET', path, undefined) };
 }
+
+/**
+ * An action whose API failures end with their code, `(not_found)`, `(GROUP_NOT_FOUND)`: the code
+ * is what scripts and the docs go by (docs/http-api.md, errors; docs/cli.md, conventions). The
+ * client's own failures say what they need to in their words.
+ */
+export function withCode<A extends unknown[], R>(action: (...args: A) => Promise<R>) {
+  return async function actionWithCode(...args: A): Promise<R> {
+    try {
+      return await action(...args);
+    } catch (err) {
+      if (!(err instanceof ApiFailure) || err.code === 'unknown') throw err;
+      // `invalid request (bad_request):` above the lines of its problems.
+      const [first = '', ...rest] = err.message.split('\n');
+      const said = first.endsWith(':') ? `${first.slice(0, -1)} (${err.code}):` : `${first} (${err.code})`;
+      throw new CliError([said, ...rest].join('\n'), err.code);
+    }
+  };
+}

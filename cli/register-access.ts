@@ -8,9 +8,8 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { AccessRequestStatus } from '../shared/api/access';
 import type { WebhookEventName } from '../shared/api/webhooks';
 import type { SessionProtocol } from '../shared/protocol/control-channel';
-import { ApiFailure } from './api-client';
+import { withCode } from './api-client';
 import type { Context } from './context';
-import { CliError } from './errors';
 
 const commands = {
   access: () => import('./commands/access'),
@@ -73,20 +72,6 @@ const collect = (value: string, previous?: string[]): string[] => [...(previous 
 function limit(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 200) throw new InvalidArgumentError('a whole number from 1 to 200');
   return Number(value);
-}
-
-/** An action whose API failures end with their code, `(self_review_forbidden)`, as every command's do (docs/cli.md, conventions). */
-function withCode<A extends unknown[], R>(action: (...args: A) => Promise<R>) {
-  return async function accessActionWithCode(...args: A): Promise<R> {
-    try {
-      return await action(...args);
-    } catch (err) {
-      if (!(err instanceof ApiFailure) || err.code === 'unknown') throw err;
-      const [first = '', ...rest] = err.message.split('\n');
-      const said = first.endsWith(':') ? `${first.slice(0, -1)} (${err.code}):` : `${first} (${err.code})`;
-      throw new CliError([said, ...rest].join('\n'), err.code);
-    }
-  };
 }
 
 const REQUEST_HELP = `

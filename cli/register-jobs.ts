@@ -5,9 +5,8 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { JobStatus } from '../shared/api/jobs';
-import { ApiFailure } from './api-client';
+import { withCode } from './api-client';
 import type { Context } from './context';
-import { CliError } from './errors';
 
 const commands = { job: () => import('./commands/job') };
 
@@ -22,20 +21,6 @@ function whole(name: string, min: number, max: number) {
     const n = Number(value);
     if (!/^\d+$/.test(value) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
     return n;
-  };
-}
-
-/** An action whose API failures end with their code, as every command's do (docs/cli.md, conventions). */
-function withCode<A extends unknown[], R>(action: (...args: A) => Promise<R>) {
-  return async function jobActionWithCode(...args: A): Promise<R> {
-    try {
-      return await action(...args);
-    } catch (err) {
-      if (!(err instanceof ApiFailure) || err.code === 'unknown') throw err;
-      const [first = '', ...rest] = err.message.split('\n');
-      const said = first.endsWith(':') ? `${first.slice(0, -1)} (${err.code}):` : `${first} (${err.code})`;
-      throw new CliError([said, ...rest].join('\n'), err.code);
-    }
   };
 }
 

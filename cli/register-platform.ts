@@ -4,9 +4,8 @@
  * Each command's module loads only when that command runs.
  */
 import { Argument, Command, InvalidArgumentError, Option } from 'commander';
-import { ApiFailure } from './api-client';
+import { withCode } from './api-client';
 import type { Context } from './context';
-import { CliError } from './errors';
 
 const commands = {
   completion: () => import('./commands/completion'),
@@ -20,25 +19,6 @@ const jsonOption = () => new Option('--json', 'print the answer as JSON');
 const yesOption = () => new Option('-y, --yes', 'do not ask for confirmation (required when standard input is not a terminal)');
 const envOption = () => new Option('--env <env>', 'the environment').choices(ENVIRONMENTS).makeOptionMandatory();
 const tenantOption = () => new Option('--tenant <tenant>', "the tenant (default: the token's only tenant)");
-
-/**
- * An action whose API failures end with their code, `(not_found)`, `(GROUP_NOT_FOUND)`: the code
- * is what scripts and the docs go by (docs/http-api.md, errors). The client's own failures say
- * what they need to in their words.
- */
-function withCode<A extends unknown[]>(action: (...args: A) => Promise<void>) {
-  return async function actionWithCode(...args: A): Promise<void> {
-    try {
-      await action(...args);
-    } catch (err) {
-      if (!(err instanceof ApiFailure) || err.code === 'unknown') throw err;
-      // `invalid request (bad_request):` above the lines of its problems.
-      const [first = '', ...rest] = err.message.split('\n');
-      const said = first.endsWith(':') ? `${first.slice(0, -1)} (${err.code}):` : `${first} (${err.code})`;
-      throw new CliError([said, ...rest].join('\n'), err.code);
-    }
-  };
-}
 
 function weight(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) > 100) throw new InvalidArgumentError('the weight is a whole number from 0 to 100 (0 halts, 100 promotes)');

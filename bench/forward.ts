@@ -1,15 +1,19 @@
 /**
  * @module Section `forward` (issue 15): bytes and round trips through a forwarded port, with
  * `tether forward` (the real CLI, broker and agent) beside `ssh -L` straight to the sshd and
- * `ssh -J … -L` through it as a jump host, all to the same device-side services (helper
- * processes: a sink, a source, an echo). Bulk both ways over one connection, the same bytes over
- * 8 connections at once through tether, and 1-byte ping-pong round trips.
+ * `ssh -J … -L` through it as a jump host, and (issue 35) beside three raw TCP relay processes in
+ * series, as the CLI, the broker and the agent are: in Node (`socket.pipe`) and in C (splice(2),
+ * the physical limit; `./relay-chain`); all to the same device-side services (helper processes: a
+ * sink, a source, an echo). Bulk both ways over one connection, interleaved method by method
+ * round after round, the same bytes over 8 connections at once through tether, and 1-byte
+ * ping-pong round trips.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { helper, type Helper, type Listening } from './helpers';
+import { helper, helperResult, type Helper, type Listening } from './helpers';
 import { median, percentile, round, startAgent, stopChild, TETHER, tempDir, type Result, type ServerProcess } from './lib';
+import { NO_COMPILER, relayChain, spliceRelayBinary, type RelayKind } from './relay-chain';
 import { DIRECT, JUMPED, startSshd } from './sshd';
 
 const MiB = 1024 * 1024;
@@ -29,14 +33,9 @@ interface Method {
   stop(): Promise<void>;
 }
 
-async function run<T>(args: string[]): Promise<T> {
-  const h = helper(args);
-  try {
-    return await h.next<T>();
-  } finally {
-    await h.stop();
-  }
-}
+const run = helperResult;
+const NODE_CHAIN = 'raw TCP relay chain in Node (3 relays)';
+const SPLICE_CHAIN = 'C splice relay chain (3 relays)';
 
 const canConnect = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -96,6 +95,12 @@ async function sshForward(name: string, options: string[], host: string, service
   return { name, ports: { sink: sink!, source: source!, echo: echo! }, stop: () => stopChild(child) };
 }
 
+/** Three relays of `kind` in series in front of the three services. */
+async function relayForward(name: string, kind: RelayKind, services: Ports): Promise<Method> {
+  const chain = await relayChain(kind, 3, [services.sink, services.source, services.echo]);
+  return { name, ports: { sink: chain.ports[0]!, source: chain.ports[1]!, echo: chain.ports[2]! }, stop: () => chain.stop() };
+}
+
 /** MiB/s of `bytes` up to the sink and down from the source over `conns` connections. */
 async function bulkOnce(ports: Ports, bytes: number, conns: number) {
   const up = bytes / MiB / (await run<{ seconds: number }>(['tcp-up', String(ports.sink), String(bytes), String(conns)])).seconds;
@@ -103,22 +108,52 @@ async function bulkOnce(ports: Ports, bytes: number, conns: number) {
   return { up, down };
 }
 
-/** Medians of `repeats` runs of `bulkOnce` for each of `plans`, interleaved so that drift hits them alike. */
-async function bulk(ports: Ports, bytes: number, plans: number[], repeats: number) {
-  const runs = plans.map(() => ({ up: [] as number[], down: [] as number[] }));
+/**
+ * Medians of `repeats` runs of `bulkOnce` for each method and each of its connection counts,
+ * interleaved (every method once per round) so that drift hits them alike.
+ */
+async function bulk(methods: Array<{ ports: Ports; plans: number[] }>, bytes: number, repeats: number) {
+  const runs = methods.map((m) => m.plans.map(() => ({ up: [] as number[], down: [] as number[] })));
   for (let i = 0; i < repeats; i++) {
-    for (const [p, conns] of plans.entries()) {
-      const r = await bulkOnce(ports, bytes, conns);
-      runs[p]!.up.push(r.up);
-      runs[p]!.down.push(r.down);
+    for (const [k, m] of methods.entries()) {
+      for (const [p, conns] of m.plans.entries()) {
+        const r = await bulkOnce(m.ports, bytes, conns);
+        runs[k]![p]!.up.push(r.up);
+        runs[k]![p]!.down.push(r.down);
+      }
     }
   }
-  return runs.map((r) => ({ up: median(r.up), down: median(r.down), runs: r }));
+  return runs.map((plans) => plans.map((r) => ({ up: median(r.up), down: median(r.down), runs: r })));
 }
 
 async function pingPong(ports: Ports, samples: number, quick: boolean) {
   const { times } = await run<{ times: number[] }>(['tcp-pingpong', String(ports.echo), String(samples), String(quick ? 0 : PING_WARMUP_MS)]);
   return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+type Bulk = { up: number; down: number };
+
+const ratio = (name: string, a: number, b: number, min?: number): Result => ({
+  section: 'forward',
+  name,
+  value: round(a / b, 2),
+  unit: 'ratio',
+  target: min === undefined ? 'reported' : `>= ${min}`,
+  met: min === undefined ? null : a / b >= min,
+});
+
+/** Issue 35: tether forward's bulk at least 0.8 of the Node relay chain's, each way; the C chain's ratio reported. */
+function referenceRatios(tether: Bulk, node: Bulk, splice: Bulk | undefined): Result[] {
+  const rows = [
+    ratio(`tether forward up / ${NODE_CHAIN} up`, tether.up, node.up, 0.8),
+    ratio(`tether forward down / ${NODE_CHAIN} down`, tether.down, node.down, 0.8),
+  ];
+  if (!splice) return [...rows, { section: 'forward', name: `${SPLICE_CHAIN}: ${NO_COMPILER}`, value: 'skipped', unit: '-', target: '-', met: null }];
+  return [
+    ...rows,
+    ratio(`tether forward up / ${SPLICE_CHAIN} up`, tether.up, splice.up),
+    ratio(`tether forward down / ${SPLICE_CHAIN} down`, tether.down, splice.down),
+  ];
 }
 
 export async function forwardBench(server: ServerProcess, bytes: number, repeats: number, samples: number, quick: boolean): Promise<Result[]> {
@@ -134,19 +169,23 @@ export async function forwardBench(server: ServerProcess, bytes: number, repeats
       methods.push(await sshForward('ssh -L', sshd.options, DIRECT, targets));
       methods.push(await sshForward('ssh -J -L', sshd.options, JUMPED, targets));
     }
+    methods.push(await relayForward(NODE_CHAIN, 'node', targets));
+    if (spliceRelayBinary()) methods.push(await relayForward(SPLICE_CHAIN, 'splice', targets));
     const size = `${round(bytes / MiB, 0)} MiB`;
     const of = repeats > 1 ? `, median of ${repeats}` : '';
     // One copy each way first: the first bytes through a fresh process run code V8 has not compiled.
     await bulkOnce(methods[0]!.ports, Math.min(bytes, 64 * MiB), 1);
-    const figures = [];
-    let parallel!: Awaited<ReturnType<typeof bulk>>[number];
-    for (const [i, m] of methods.entries()) {
-      // tether: one connection and PARALLEL at once, in turns.
-      const [single, many] = await bulk(m.ports, bytes, i === 0 ? [1, PARALLEL] : [1], repeats);
-      if (many) parallel = many;
-      figures.push({ m, bulk: single!, ping: await pingPong(m.ports, samples, quick) });
-    }
-    const [tether, direct, jumped] = figures;
+    // tether: one connection and PARALLEL at once, in turns; the others one connection.
+    const bulks = await bulk(
+      methods.map((m, i) => ({ ports: m.ports, plans: i === 0 ? [1, PARALLEL] : [1] })),
+      bytes,
+      repeats,
+    );
+    const parallel = bulks[0]![1]!;
+    const figures: Array<{ m: Method; bulk: (typeof bulks)[number][number]; ping: Awaited<ReturnType<typeof pingPong>> }> = [];
+    for (const [i, m] of methods.entries()) figures.push({ m, bulk: bulks[i]![0]!, ping: await pingPong(m.ports, samples, quick) });
+    const named = (name: string) => figures.find((f) => f.m.name === name);
+    const [tether, direct, jumped] = [figures[0], named('ssh -L'), named('ssh -J -L')];
     const us = (ms: number) => round(ms * 1000, 0);
     const results: Result[] = [];
     for (const f of figures) {
@@ -200,15 +239,8 @@ export async function forwardBench(server: ServerProcess, bytes: number, repeats
         runs: parallel.runs.down.map((r) => round(r, 0)),
       },
     );
+    results.push(...referenceRatios(tether!.bulk, named(NODE_CHAIN)!.bulk, named(SPLICE_CHAIN)?.bulk));
     if (direct && jumped) {
-      const ratio = (name: string, a: number, b: number, min: number): Result => ({
-        section: 'forward',
-        name,
-        value: round(a / b, 2),
-        unit: 'ratio',
-        target: `>= ${min}`,
-        met: a / b >= min,
-      });
       results.push(
         ratio('tether forward up / ssh -L up', tether!.bulk.up, direct.bulk.up, 1.0),
         ratio('tether forward down / ssh -L down', tether!.bulk.down, direct.bulk.down, 1.0),

@@ -10,6 +10,10 @@ export const SWARM = resolve(__dirname, 'bench-swarm.cjs');
 export interface Listening {
   port: number;
 }
+/** `tcp-relay` and `bench/splice-relay.c`: their ports, one per target, in the targets' order. */
+export interface RelayListening {
+  ports: number[];
+}
 /** `sink` and `listen-sink` once all has arrived, `tcp-up` and `tcp-down`: the transfer took `seconds`. */
 export interface Transferred {
   seconds: number;
@@ -31,6 +35,16 @@ export interface Helper {
   /** Resolves with the next JSON line the helper prints: `T`, what its mode reports (not checked). */
   next<T = unknown>(): Promise<T>;
   stop(): Promise<void>;
+}
+
+/** Starts a helper, waits for its one report, stops it. */
+export async function helperResult<T>(args: string[]): Promise<T> {
+  const h = helper(args);
+  try {
+    return await h.next<T>();
+  } finally {
+    await h.stop();
+  }
 }
 
 export function helper(args: string[], onEvent?: (msg: HelperEvent) => void): Helper {

@@ -5,7 +5,9 @@
  * `tcp-source` (each connection asks for N bytes with an 8-byte request, gets them, then a FIN)
  * and `tcp-echo`. Clients: `tcp-up PORT BYTES CONNS`, `tcp-down PORT BYTES CONNS` (BYTES split
  * over CONNS connections at once; reports the seconds from the first connect to the last byte)
- * and `tcp-pingpong PORT SAMPLES WARMUP_MS` (1-byte round trips, one at a time).
+ * and `tcp-pingpong PORT SAMPLES WARMUP_MS` (1-byte round trips, one at a time). And the honest
+ * reference of a relay written in Node (issue 35): `tcp-relay PORT...` listens on one port per
+ * target and pipes each connection to it, both ways, with `socket.pipe` and nothing else.
  */
 import { connect, createServer, type Socket } from 'node:net';
 
@@ -110,6 +112,34 @@ async function pingpong(port: number, samples: number, warmupMs: number): Promis
   report({ times });
 }
 
+/**
+ * A relay process with nothing but `pipe` (its backpressure included), one listening port per
+ * target; reports `{ports}` once all listen. Half-closes pass through: `pipe` ends the other side.
+ */
+function relay(targets: number[]): void {
+  const servers = targets.map((target) =>
+    createServer({ allowHalfOpen: true }, (a) => {
+      const b = connect({ port: target, host: '127.0.0.1', allowHalfOpen: true });
+      const both = () => {
+        a.destroy();
+        b.destroy();
+      };
+      a.on('error', both);
+      b.on('error', both);
+      a.setNoDelay(true);
+      b.setNoDelay(true);
+      a.pipe(b);
+      b.pipe(a);
+    }),
+  );
+  let listening = 0;
+  for (const s of servers) {
+    s.listen(0, '127.0.0.1', () => {
+      if (++listening === servers.length) report({ ports: servers.map((x) => (x.address() as { port: number }).port) });
+    });
+  }
+}
+
 /** Runs the TCP helper `mode` with `args`; false if `mode` is not one of them. */
 export function runTcpHelper(mode: string, args: string[]): boolean {
   const [a, b, c] = args.map(Number);
@@ -151,6 +181,9 @@ export function runTcpHelper(mode: string, args: string[]): boolean {
       return true;
     case 'tcp-pingpong':
       pingpong(a!, b!, c!).catch(fail);
+      return true;
+    case 'tcp-relay':
+      relay(args.map(Number));
       return true;
     default:
       return false;

@@ -1,44 +1,66 @@
 /**
- * @module What `tether cp` is measured against (bench/transfer.ts): the same bytes through bare
- * WebSocket processes (a three-process relay, the limit of a relay written in Node, and a
- * two-process single hop) and through the relay's splice alone, with no CLI or agent around it.
+ * @module What `tether cp` is measured against (bench/transfer.ts): the same bytes through one
+ * raw TCP relay process between a source and a sink (three processes, as the CLI, the broker and
+ * the agent are), the relay in Node (`socket.pipe`, the limit of a relay written in Node) or in C
+ * (splice(2), the physical limit; `./relay-chain`); and through the broker's splice alone, with no
+ * CLI or agent around it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AgentStatusView, DeviceCreated } from '../shared/api/devices';
 import type { Session } from '../shared/api/sessions';
-import { helper, type Listening, type Transferred } from './helpers';
+import { helper, helperResult, type Listening, type Transferred } from './helpers';
 import { call, processStats, type Data, type ServerProcess } from './lib';
+import { relayChain, spliceRelayBinary, type RelayChain, type RelayKind } from './relay-chain';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
-/** A three-process relay (source, relay, sink) of the same bytes: MiB/s and the relay's CPU seconds per GiB. */
-export async function bareRelay(bytes: number) {
-  const relay = helper(['relay']);
-  const { port } = await relay.next<Listening>();
-  const url = `ws://127.0.0.1:${port}`;
-  const sink = helper(['sink', url, String(bytes)]);
-  await sink.next();
-  const cpuBefore = processStats(relay.child.pid!).cpuSeconds;
-  // Zero masks, as tether's own clients use on loopback (shared/websocket/mask.ts): the limit, not a handicap.
-  const source = helper(['source', url, String(bytes), 'zero-mask']);
-  const { seconds } = await sink.next<Transferred>();
-  const cpuSeconds = processStats(relay.child.pid!).cpuSeconds - cpuBefore;
-  await Promise.all([source.stop(), sink.stop(), relay.stop()]);
-  return { rate: bytes / MiB / seconds, cpu: cpuSeconds / (bytes / GiB) };
+/** One copy through a raw relay: MiB/s and the relay process's CPU seconds per GiB. */
+export interface RelayCopy {
+  rate: number;
+  cpu: number;
 }
 
-/**
- * The same bytes over one WebSocket from a client process to a server process, in the relay's
- * frames and masked as the agent and the CLI mask theirs: the limit of a single hop.
- */
-export async function singleHop(bytes: number) {
-  const sink = helper(['listen-sink', String(bytes)]);
-  const { port } = await sink.next<Listening>();
-  const source = helper(['source', `ws://127.0.0.1:${port}`, String(bytes), 'zero-mask']);
-  const { seconds } = await sink.next<Transferred>();
-  await Promise.all([source.stop(), sink.stop()]);
-  return { rate: bytes / MiB / seconds };
+export interface RawRelays {
+  /** false when the C relay could not be built (no compiler): its rows say skipped. */
+  splice: boolean;
+  /**
+   * `bytes` through one relay of `kind`: `down` as a download (the device-side source writes, the
+   * client counts: device → client), `up` as an upload (the client writes, the device-side sink
+   * counts and answers the count after the FIN).
+   */
+  copy(kind: RelayKind, way: 'down' | 'up', bytes: number): Promise<RelayCopy>;
+  stop(): Promise<void>;
+}
+
+/** A device-side source and sink (helper processes) behind one Node relay and one C relay. */
+export async function rawRelays(): Promise<RawRelays> {
+  const services = ['tcp-sink', 'tcp-source'].map((mode) => helper([mode]));
+  const chains: Partial<Record<RelayKind, RelayChain>> = {};
+  const stop = async () => {
+    for (const c of Object.values(chains)) await c.stop();
+    await Promise.all(services.map((s) => s.stop()));
+  };
+  try {
+    const targets = (await Promise.all(services.map((s) => s.next<Listening>()))).map((m) => m.port);
+    chains.node = await relayChain('node', 1, targets);
+    if (spliceRelayBinary()) chains.splice = await relayChain('splice', 1, targets);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + processStats(pid).cpuSeconds, 0);
+  return {
+    splice: chains.splice !== undefined,
+    async copy(kind, way, bytes) {
+      const chain = chains[kind]!;
+      const before = cpuOf(chain.pids);
+      const port = way === 'up' ? chain.ports[0]! : chain.ports[1]!;
+      const { seconds } = await helperResult<Transferred>([way === 'up' ? 'tcp-up' : 'tcp-down', String(port), String(bytes), '1']);
+      return { rate: bytes / MiB / seconds, cpu: (cpuOf(chain.pids) - before) / (bytes / GiB) };
+    },
+    stop,
+  };
 }
 
 let splices = 0;

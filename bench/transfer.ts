@@ -1,20 +1,23 @@
 /**
  * @module Section 1 and 5: `tether cp` of a large file from and to a device through the real
- * CLI, agent and broker; the same bytes through bare WebSocket processes (a three-process relay,
- * the limit, and a two-process single hop, the limit of one hop) and through the relay's splice
- * alone; OpenSSH `scp` to a private sshd, directly and through a jump host, when one is
- * installed; the server's CPU per GiB beside the bare relay process's; and memory: the server's
- * and the agent's RSS growth while the bytes stream through them, and the agent's idle RSS beside
- * a bare `node` idling.
+ * CLI, agent and broker, interleaved round by round with the same bytes through one raw TCP relay
+ * process between a source and a sink (three processes: the relay in Node, the limit of a relay
+ * written in Node, and in C with splice(2), the physical limit); the broker's splice alone;
+ * OpenSSH `scp` to a private sshd, directly and through a jump host, when one is installed; the
+ * server's CPU per GiB beside the raw Node relay process's; memory: the server's and the agent's
+ * RSS growth while the bytes stream through them, and the agent's idle RSS beside a bare `node`
+ * idling; and a small `tether cp` as an installed `tether` starts it.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { median, memoryDir, processStats, round, run, startAgent, stopChild, TETHER, type Result, type ServerProcess } from './lib';
+import { memoryDir, processStats, round, run, startAgent, stopChild, TETHER, type Result, type ServerProcess } from './lib';
 import { DIRECT, JUMPED, startSshd } from './sshd';
-import { bareRelay, relaySplice, singleHop } from './transfer-references';
+import { installedCopyBench } from './startup';
+import { rawRelays, relaySplice } from './transfer-references';
+import { allMet, cpTargets, figure, ratio, referenceRows, repeated } from './transfer-rows';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -44,58 +47,6 @@ async function watched(pids: number[], fn: () => Promise<void>) {
   const seconds = (performance.now() - t0) / 1000;
   const usage = pids.map((pid, i) => ({ growth: peaks[i]! - before[i]!.rss, cpuSeconds: processStats(pid).cpuSeconds - before[i]!.cpuSeconds }));
   return { seconds, usage };
-}
-
-interface Repeated {
-  value: number;
-  runs: number[];
-}
-
-/** Runs `measure` `times` times in a row; per figure it returns, the median and every run's value. */
-async function repeated<K extends string>(times: number, measure: () => Promise<Record<K, number>>): Promise<Record<K, Repeated>> {
-  const all: Array<Record<K, number>> = [];
-  for (let i = 0; i < times; i++) all.push(await measure());
-  const figures = Object.keys(all[0]!) as K[];
-  return Object.fromEntries(figures.map((k) => [k, { value: median(all.map((r) => r[k])), runs: all.map((r) => r[k]) }])) as Record<K, Repeated>;
-}
-
-/** A transfer row for a median, its runs rounded like its value. */
-function figure(name: string, m: Repeated, digits: number, unit: string, target: string, met: boolean | null): Result {
-  return { section: 'transfer', name, value: round(m.value, digits), unit, target, met, runs: m.runs.map((r) => round(r, digits)) };
-}
-
-/** A transfer row for `a / b`, with `>= min` as its target when there is one. */
-function ratio(name: string, a: number, b: number, min?: number): Result {
-  const r = a / b;
-  return {
-    section: 'transfer',
-    name,
-    value: round(r, 2),
-    unit: 'ratio',
-    target: min === undefined ? 'reported' : `>= ${min.toFixed(1)}`,
-    met: min === undefined ? null : r >= min,
-  };
-}
-
-/** true when every check passed, false when one failed, null when none failed but some could not be made. */
-function allMet(checks: Array<boolean | null>): boolean | null {
-  if (checks.includes(false)) return false;
-  return checks.includes(null) ? null : true;
-}
-
-/**
- * Issue 14's targets for one direction of `tether cp`: at least 0.8 of the bare relay, 1.0 of
- * direct scp and 1.5 of scp through the jump host (unchecked when there is no sshd).
- */
-function cpTargets(
-  way: 'from' | 'to',
-  rate: number,
-  bare: number,
-  scp?: { direct: number; jumped: number },
-): { checks: Array<boolean | null>; rows: Result[] } {
-  const rows = [ratio(`tether cp ${way} / bare relay`, rate, bare, 0.8)];
-  if (scp) rows.push(ratio(`tether cp ${way} / scp ${way}`, rate, scp.direct, 1.0), ratio(`tether cp ${way} / scp -J ${way}`, rate, scp.jumped, 1.5));
-  return { checks: scp ? rows.map((r) => r.met) : [rows[0]!.met, null], rows };
 }
 
 /** RSS of the agent once online and settled for `seconds` (no sessions yet), beside a bare `node` idling as long. */
@@ -131,6 +82,7 @@ export async function transferBench(server: ServerProcess, bytes: number, repeat
     growth[phase].agent = Math.max(growth[phase].agent, t.usage[1]!.growth);
     return { rate: bytes / MiB / t.seconds, cpu: t.usage[0]!.cpuSeconds / (bytes / GiB) };
   };
+  const refs = await rawRelays();
   try {
     const idle = await idleRss(agentPid, settleSeconds);
     const copyDown = copy('bench-files:/big.bin', join(local, 'down.bin'), join(local, 'down.bin'));
@@ -139,22 +91,57 @@ export async function transferBench(server: ServerProcess, bytes: number, repeat
     // grows their heaps: reported on its own, and kept out of the medians the targets compare.
     const cold = { down: await copyDown(), up: await copyUp() };
     phase = 'warm';
-    const down = await repeated(repeats, copyDown);
-    const up = await repeated(repeats, copyUp);
-    const bare = await repeated(repeats, () => bareRelay(bytes));
-    const hop = await repeated(repeats, () => singleHop(bytes));
+    // Interleaved: each tether copy is followed by the same bytes the same way through each raw
+    // relay, round after round, so that a drifting machine moves tether and its references alike.
+    const m = await repeated(repeats, async () => {
+      const down = await copyDown();
+      const nodeDown = await refs.copy('node', 'down', bytes);
+      const spliceDown = refs.splice ? await refs.copy('splice', 'down', bytes) : { rate: NaN, cpu: NaN };
+      const up = await copyUp();
+      const nodeUp = await refs.copy('node', 'up', bytes);
+      const spliceUp = refs.splice ? await refs.copy('splice', 'up', bytes) : { rate: NaN, cpu: NaN };
+      return {
+        down: down.rate,
+        downCpu: down.cpu,
+        up: up.rate,
+        upCpu: up.cpu,
+        nodeDown: nodeDown.rate,
+        nodeDownCpu: nodeDown.cpu,
+        nodeUp: nodeUp.rate,
+        nodeUpCpu: nodeUp.cpu,
+        spliceDown: spliceDown.rate,
+        spliceDownCpu: spliceDown.cpu,
+        spliceUp: spliceUp.rate,
+        spliceUpCpu: spliceUp.cpu,
+      };
+    });
+    await refs.stop();
     const splice = await repeated(repeats, () => relaySplice(server, bytes));
     const scp = await scpRates(root, local, bytes, repeats);
+    writeFileSync(join(root, 'small.txt'), 'hi\n');
+    const startup = await installedCopyBench(env, 'bench-files:/small.txt', local, repeats > 1 ? 10 : 2);
 
-    const from = cpTargets('from', down.rate.value, bare.rate.value, scp && { direct: scp.direct.down.value, jumped: scp.jumped.down.value });
-    const to = cpTargets('to', up.rate.value, bare.rate.value, scp && { direct: scp.direct.up.value, jumped: scp.jumped.up.value });
-    const cpTarget = '>= 1.0x scp, 1.5x scp -J, 0.8x bare relay';
-    const relayCpu = `<= bare relay's ${round(bare.cpu.value, 2)}`;
-    // Compared as shown: CPU time comes in 10 ms ticks, and float noise must not split a tie.
-    const cpuMet = (m: Repeated) => round(m.value, 2) <= round(bare.cpu.value, 2);
+    const c = refs.splice;
+    const from = cpTargets({
+      way: 'from',
+      arrow: '↓',
+      rate: m.down.value,
+      node: m.nodeDown.value,
+      splice: c ? m.spliceDown.value : undefined,
+      scp: scp && { direct: scp.direct.down.value, jumped: scp.jumped.down.value },
+    });
+    const to = cpTargets({
+      way: 'to',
+      arrow: '↑',
+      rate: m.up.value,
+      node: m.nodeUp.value,
+      splice: c ? m.spliceUp.value : undefined,
+      scp: scp && { direct: scp.direct.up.value, jumped: scp.jumped.up.value },
+    });
+    const cpTarget = '>= 0.8x raw Node relay, 1.0x scp, 1.5x scp -J';
     return [
-      figure(`tether cp ${size} from the device${of}`, down.rate, 0, 'MiB/s', cpTarget, allMet(from.checks)),
-      figure(`tether cp ${size} to the device${of}`, up.rate, 0, 'MiB/s', cpTarget, allMet(to.checks)),
+      figure(`tether cp ${size} from the device${of}`, m.down, 0, 'MiB/s', cpTarget, allMet(from.checks)),
+      figure(`tether cp ${size} to the device${of}`, m.up, 0, 'MiB/s', cpTarget, allMet(to.checks)),
       {
         section: 'transfer',
         name: `first tether cp ${size} from the device on a fresh server`,
@@ -171,20 +158,35 @@ export async function transferBench(server: ServerProcess, bytes: number, repeat
         target: 'reported',
         met: null,
       },
-      figure(`bare WebSocket relay, three processes (the limit)${of}`, bare.rate, 0, 'MiB/s', 'reported', null),
-      figure(`bare WebSocket single hop, two processes${of}`, hop.rate, 0, 'MiB/s', 'reported', null),
+      ...referenceRows(size, of, m, c),
       figure(`broker splice alone${of}`, splice.rate, 0, 'MiB/s', 'reported', null),
       ...scpRows(size, of, scp),
-      ratio('splice / bare relay', splice.rate.value, bare.rate.value, 0.5),
-      ratio('bare relay / bare single hop', bare.rate.value, hop.rate.value),
+      ratio('broker splice alone / raw Node TCP relay ↓', splice.rate.value, m.nodeDown.value, { min: 0.5 }),
       ...from.rows,
       ...to.rows,
-      figure(`server CPU per GiB, tether cp from the device${of}`, down.cpu, 2, 'CPU s/GiB', relayCpu, cpuMet(down.cpu)),
-      figure(`server CPU per GiB, tether cp to the device${of}`, up.cpu, 2, 'CPU s/GiB', relayCpu, cpuMet(up.cpu)),
-      figure(`bare relay process CPU per GiB${of}`, bare.cpu, 2, 'CPU s/GiB', 'reported', null),
+      figure(
+        `server CPU per GiB, tether cp from the device${of}`,
+        m.downCpu,
+        2,
+        'CPU s/GiB',
+        `<= 2.0x raw Node relay's ${round(m.nodeDownCpu.value, 2)}`,
+        m.downCpu.value <= 2 * m.nodeDownCpu.value,
+      ),
+      figure(
+        `server CPU per GiB, tether cp to the device${of}`,
+        m.upCpu,
+        2,
+        'CPU s/GiB',
+        `<= 2.0x raw Node relay's ${round(m.nodeUpCpu.value, 2)}`,
+        m.upCpu.value <= 2 * m.nodeUpCpu.value,
+      ),
+      ratio('server CPU per GiB from / raw Node relay process ↓', m.downCpu.value, m.nodeDownCpu.value, { max: 2.0 }),
+      ratio('server CPU per GiB to / raw Node relay process ↑', m.upCpu.value, m.nodeUpCpu.value, { max: 2.0 }),
       ...memoryRows(size, growth, idle),
+      ...startup,
     ];
   } finally {
+    await refs.stop();
     await agent.stop();
     rmSync(root, { recursive: true, force: true });
     rmSync(local, { recursive: true, force: true });

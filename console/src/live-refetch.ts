@@ -74,6 +74,9 @@ export function followEvents(options: FollowOptions): Follow {
   const poll = setInterval(() => {
     if (options.active?.() ?? true) poke();
   }, POLL_MS);
+  // What changed between the page's first read and this subscription came by no event it heard
+  // (a job that ended at once): read once more now.
+  poke();
 
   return {
     poke,

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { client, type Client } from './http';
 import { freePort, startNats, type NatsServer } from './nats';
-import { startProcess, startServerProcess, type Proc } from './processes';
+import { SERVER_START_MS, startProcess, startServerProcess, type Proc } from './processes';
 import { tempDir } from './stack';
 import { waitFor } from './wait';
 
@@ -50,7 +50,7 @@ export async function startCluster(options: { edges: number; heartbeatMs: number
     const p = port || (await freePort());
     const creds = await nats.creds(`edge-${++edgesMade}`);
     const proc = startProcess(['broker'], { ...env, TETHER_NATS_CREDS: creds, TETHER_LISTEN: `127.0.0.1:${p}`, TETHER_PUBLIC_URL: `http://127.0.0.1:${p}` });
-    await proc.waitForLine(/^tether broker listening on /);
+    await proc.waitForLine(/^tether broker listening on /, SERVER_START_MS);
     // Ready once the control node knows it: its first heartbeat was answered.
     const url = `http://127.0.0.1:${p}`;
     await waitFor(async () => ((await fetch(`${url}/readyz`)).status === 200 ? true : undefined), 'the edge on the bus', 10_000);

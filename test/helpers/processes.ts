@@ -107,10 +107,16 @@ export async function runTether(args: string[], env: Record<string, string | und
   return { code, stdout: proc.stdout.join('\n'), stderr: proc.stderr.join('\n') };
 }
 
+/**
+ * How long a server or broker process may take to listen: it migrates a fresh database first
+ * (PostgreSQL: fifteen migrations), and a loaded two-core machine took over 10 s.
+ */
+export const SERVER_START_MS = 30_000;
+
 /** A real `tether server` process on its own data dir; resolves once it listens. */
 export async function startServerProcess(dataDir: string, env: Record<string, string> = {}, port = 0) {
   const proc = startProcess(['server'], { TETHER_LISTEN: `127.0.0.1:${port}`, TETHER_DATA_DIR: dataDir, ...(await storeEnvFor(dataDir)), ...env });
-  const line = await proc.waitForLine(/^tether listening on /);
+  const line = await proc.waitForLine(/^tether listening on /, SERVER_START_MS);
   const url = line.replace('tether listening on ', '');
   return { proc, url, port: Number(new URL(url).port) };
 }

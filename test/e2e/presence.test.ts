@@ -9,7 +9,8 @@ import { AGENT_SUBPROTOCOL } from '../../shared/version';
 import { startStack, type Stack } from '../helpers/stack';
 import { waitFor } from '../helpers/wait';
 
-const HEARTBEAT_MS = 300;
+// Short, so that silence is found fast; not so short that a loaded machine's late pong drops a live agent (300 ms did).
+const HEARTBEAT_MS = 1000;
 let stack: Stack;
 beforeAll(async () => {
   stack = await startStack({ heartbeatMs: HEARTBEAT_MS });

@@ -47,21 +47,22 @@ export function createSettler(deps: SettleDeps) {
     deps.publish({ event: 'job.updated', data: { job_id, kind, status, created_by, counts, at: new Date(t).toISOString() } });
   }
 
-  /** Applies the job's rules; returns it as it is now (undefined if it is gone). */
-  async function rules(jobId: string, t: number): Promise<JobSummary | undefined> {
+  /** Applies the job's rules; returns it as it is now (undefined if it is gone) and whether this call ended it. */
+  async function rules(jobId: string, t: number): Promise<{ job: JobSummary | undefined; ended: boolean }> {
     const job = await sweeps.summary(jobId);
-    if (!job || job.status !== 'in_progress') return job;
+    if (!job || job.status !== 'in_progress') return { job, ended: false };
     const at = new Date(t).toISOString();
     const reason = abortReason(job);
     if (reason !== undefined) {
-      if (await sweeps.abort(job, reason, at)) deps.log.warn('job aborted by its abort rule', { job_id: jobId, reason });
-      return sweeps.summary(jobId);
+      const ended = await sweeps.abort(job, reason, at);
+      if (ended) deps.log.warn('job aborted by its abort rule', { job_id: jobId, reason });
+      return { job: await sweeps.summary(jobId), ended };
     }
     if (job.counts.queued + job.counts.in_progress === 0 && (await sweeps.complete(job, at))) {
       deps.log.info('job completed', { job_id: jobId, counts: job.counts });
-      return sweeps.summary(jobId);
+      return { job: await sweeps.summary(jobId), ended: true };
     }
-    return job;
+    return { job, ended: false };
   }
 
   return {
@@ -77,8 +78,9 @@ export function createSettler(deps: SettleDeps) {
     async review(jobIds: readonly string[]): Promise<void> {
       const t = deps.now();
       for (const jobId of jobIds) {
-        const job = await rules(jobId, t);
-        if (job && job.status !== 'in_progress') publish(job, t);
+        // Only what this review ended: a job another round (or peer) ended was published there.
+        const { job, ended } = await rules(jobId, t);
+        if (job && ended) publish(job, t);
       }
     },
     /** Applies the rules of the jobs that changed and publishes their events (throttled). */
@@ -88,7 +90,7 @@ export function createSettler(deps: SettleDeps) {
       changed.clear();
       for (const jobId of jobs) {
         try {
-          const job = await rules(jobId, t);
+          const { job } = await rules(jobId, t);
           if (!job) continue;
           if (job.status !== 'in_progress' || t - (lastEvent.get(jobId) ?? -Infinity) >= deps.gapMs) publish(job, t);
           else waiting.add(jobId);

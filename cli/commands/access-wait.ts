@@ -61,7 +61,7 @@ async function readRequest(ctx: Context, id: string): Promise<AccessRequest | Cl
 }
 
 /** Waits until request `created` is no longer pending, or Ctrl-C. */
-export async function waitForDecision(ctx: Context, created: AccessRequest): Promise<Waited> {
+export async function waitForDecision(ctx: Context, created: AccessRequest, announce?: () => void): Promise<Waited> {
   const id = created.request_id;
   let request = created;
   let interrupted = false;
@@ -78,6 +78,7 @@ export async function waitForDecision(ctx: Context, created: AccessRequest): Pro
   const events = requestEvents(ctx, id, onChange);
   let failingSince: number | undefined;
   process.on('SIGINT', onSigint);
+  announce?.();
   events.ensure();
   try {
     while (!interrupted && request.status === 'pending') {

@@ -56,8 +56,9 @@ export async function accessRequest(ctx: Context, device: string, flags: Request
     if (!flags.json) ctx.notice(`an administrator other than you approves it with: tether access approve ${id} --reason "…"`);
     return 0;
   }
-  ctx.notice(`requested ${id}: ${whatText(created)}; waiting for an administrator to approve or deny it (Ctrl-C stops waiting)`);
-  const { request, interrupted } = await waitForDecision(ctx, created);
+  // Said once Ctrl-C is handled, so that what it promises holds from the moment it is read.
+  const announce = () => ctx.notice(`requested ${id}: ${whatText(created)}; waiting for an administrator to approve or deny it (Ctrl-C stops waiting)`);
+  const { request, interrupted } = await waitForDecision(ctx, created, announce);
   if (interrupted) {
     ctx.notice(`stopped waiting; ${id} stays pending (tether access show ${id}). To cancel it: tether access cancel ${id}`);
     return 130;

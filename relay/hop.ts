@@ -19,6 +19,7 @@ import { createPongGate } from '../shared/websocket/frames/pong-gate';
 import { encodeUnmaskedHeader } from '../shared/websocket/frames/wire';
 import { createFrameForwarder, OPCODE, type ControlFrame } from './frame-relay';
 import { createHopClosing, writeControl } from './hop/closing';
+import { readIntoReusedBuffers } from './read-buffers';
 import { completeHandshake } from './hop/handshake';
 import type { FrameSource, Hop, HopOptions, HopSink, HopState } from './hop/types';
 
@@ -42,7 +43,7 @@ export function acceptHop(
 }
 
 /** The hop of a socket whose handshake is complete (its `'error'` listener already set). */
-function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
+function createHop(upgraded: Duplex, head: Buffer, options: HopOptions): Hop {
   const hop = { state: 'open' as HopState };
   let sink: HopSink | undefined;
   let source: FrameSource | undefined;
@@ -57,6 +58,9 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
   const listeners: Array<(code: number, reason: string) => void> = [];
   let resolveDone!: () => void;
   const done = new Promise<void>((resolve) => (resolveDone = resolve));
+  /** Bytes that came with the upgrade request, read once the hop is first resumed. */
+  let early: Buffer | undefined = head.length > 0 ? head : undefined;
+  const { socket } = readIntoReusedBuffers(upgraded, { chunk: onData, settled: () => sink?.settled() ?? true, error: options.onSocketError });
 
   function report(code: number, reason: string): void {
     if (reported) return;
@@ -87,7 +91,6 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
   net.setNoDelay?.(true);
   net.setTimeout?.(0);
   socket.pause();
-  if (head.length > 0) socket.unshift(head);
 
   const input = createFrameForwarder({
     expectMasked: true,
@@ -116,12 +119,12 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
     closing.echo(close.code);
   }
 
-  socket.on('data', function onData(chunk: Buffer) {
+  function onData(chunk: Buffer): void {
     const to = sink;
     to?.begin();
     input.push(chunk);
     to?.end();
-  });
+  }
   socket.on('drain', function onDrain() {
     if (pongs.drained() && !held && hop.state === 'open') socket.resume();
   });
@@ -151,7 +154,12 @@ function createHop(socket: Duplex, head: Buffer, options: HopOptions): Hop {
     },
     resume() {
       held = false;
-      if (!pongs.awaitingDrain) socket.resume();
+      if (early) {
+        const bytes = early;
+        early = undefined;
+        onData(bytes);
+      }
+      if (!held && !pongs.awaitingDrain) socket.resume();
     },
     pipeTo(to) {
       if (hop.state === 'open') sink = to;

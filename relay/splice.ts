@@ -54,6 +54,7 @@ export function splice(a: Hop, b: Hop, options: SpliceOptions): Splice {
         setImmediate(uncork);
       },
       data: (chunk) => dst.write(chunk),
+      settled: () => out.writableLength === 0,
       // Bytes the other side can no longer take (it is gone) were not relayed, and are not counted.
       payloadBytes: (bytes) => dst.state === 'open' && options.onBytes(direction, bytes),
       tap: options.taps?.[direction],

@@ -15,8 +15,6 @@ const FLUSH_BYTES = 256 * 1024;
 const QUEUE_MAX = 16 * 1024 * 1024;
 /** The most text one gzip member holds (each is written whole, or not at all). */
 const MEMBER_BYTES = 64 * 1024;
-/** Smaller slices are copied, so that a keystroke does not keep a 64 KiB read buffer alive. */
-const COPY_BELOW = 1024;
 
 export interface CastWriterOptions extends CastIdentity, CastFileOptions {
   /** Set when the store refused this recording: why (the file then says so, and nothing else). */
@@ -67,9 +65,9 @@ export class CastWriter {
     return this.#file.stored;
   }
 
-  /** Queues terminal bytes that passed one way. */
+  /** Queues terminal bytes that passed one way (a copy: the slice is a view of the relay's read buffer, which it reuses). */
   pushBytes(code: 'o' | 'i', slice: Buffer): void {
-    this.push({ t: performance.now(), code, data: slice.length < COPY_BELOW ? Buffer.from(slice) : slice });
+    this.push({ t: performance.now(), code, data: Buffer.from(slice) });
   }
 
   /** Queues an event; a refused recording takes its `note` only. */

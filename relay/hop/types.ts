@@ -15,6 +15,8 @@ export interface HopSink {
   payloadBytes(bytes: number): void;
   /** After the frames of one read have been passed on. */
   end(): void;
+  /** Whether every byte passed to `data` has been written to the kernel (the read buffers they came from are free again). */
+  settled(): boolean;
   /** A tap on the data frames passed on (a recording): each header, then its payload slices. */
   tap?: FrameTap | undefined;
 }

@@ -9,6 +9,7 @@ import type { StreamGrant } from '../protocol/session-stream';
 /** Sees the data frames going one way: each header, then its payload slices. */
 export interface FrameTap {
   frame(fin: boolean, opcode: number, length: number): void;
+  /** A view of the relay's read buffer, valid only during the call (the relay reads into it again): copy what you keep. */
   payload(slice: Buffer): void;
 }
 

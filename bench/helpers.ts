@@ -6,7 +6,7 @@ import { stopChild } from './lib';
 export const SWARM = resolve(__dirname, 'bench-swarm.cjs');
 
 // What the helpers print, one JSON line each; which one comes depends on the mode started.
-/** `relay`, `listen-sink` and the `tcp-…` servers: where they listen. */
+/** The `tcp-…` servers: where they listen. */
 export interface Listening {
   port: number;
 }
@@ -14,7 +14,7 @@ export interface Listening {
 export interface RelayListening {
   ports: number[];
 }
-/** `sink` and `listen-sink` once all has arrived, `tcp-up` and `tcp-down`: the transfer took `seconds`. */
+/** `sink` once all has arrived, `tcp-up` and `tcp-down`: the transfer took `seconds`. */
 export interface Transferred {
   seconds: number;
 }

@@ -1,8 +1,6 @@
 /**
  * @module Helper processes for the benchmarks, so that load does not share the measured
- * process's CPU: `relay` (a bare WebSocket splice, the limit), `source URL BYTES [zero-mask]`
- * and `sink URL BYTES` (endpoints of a bare transfer), `listen-sink BYTES` (a sink that is the
- * WebSocket server itself, for a single hop), `agents URL FILE` (light clients speaking the
+ * process's CPU: `sink URL BYTES` (counts a stream's bytes), `agents URL FILE` (light clients speaking the
  * real agent protocol, jobs included (`./jobs-light-agent`), one per device in FILE, spread over
  * several source addresses), and
  * `stream-agent URL DEVICE TOKEN BYTES` (answers each stream by sending BYTES), and
@@ -10,7 +8,7 @@
  * TCP ends of the port-forward benchmark (`./tcp-helpers`, modes `tcp-…`).
  */
 import { readFileSync } from 'node:fs';
-import { WebSocket, WebSocketServer } from 'ws';
+import { WebSocket } from 'ws';
 import { createAgent } from '../agent/agent';
 import { loadAgentConfig } from '../agent/config';
 import { createLogger } from '../shared/log';
@@ -60,49 +58,11 @@ function receive(ws: WebSocket, bytes: number): void {
 
 const [mode, ...args] = process.argv.slice(2);
 
-if (mode === 'relay') {
-  // The minimal splice: two connections, frames copied both ways with the same backpressure rule.
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, maxPayload: 4 * 1024 * 1024 });
-  let waiting: WebSocket | undefined;
-  wss.on('connection', (ws) => {
-    if (!waiting) {
-      waiting = ws;
-      ws.pause();
-      return;
-    }
-    const a = waiting;
-    waiting = undefined;
-    for (const [src, dst] of [
-      [a, ws],
-      [ws, a],
-    ] as const) {
-      src.on('message', (data, isBinary) => {
-        dst.send(data, { binary: isBinary }, () => {
-          if (src.isPaused && dst.bufferedAmount < 256 * 1024) src.resume();
-        });
-        if (dst.bufferedAmount > 1024 * 1024) src.pause();
-      });
-      src.on('close', () => dst.close());
-    }
-    a.resume();
-  });
-  wss.on('listening', () => report({ port: (wss.address() as { port: number }).port }));
-} else if (mode === 'source') {
-  // `zero-mask`: mask frames as the agent and the CLI do on loopback (shared/websocket/mask.ts).
-  const [url, bytes, mask] = args;
-  const ws = new WebSocket(url!, { perMessageDeflate: false, ...(mask === 'zero-mask' ? maskingFor(url!) : {}) });
-  ws.on('open', () => pump(ws, Number(bytes), () => report({ sent: Number(bytes) })));
-} else if (mode === 'sink') {
+if (mode === 'sink') {
   const [url, bytes] = args;
   const ws = new WebSocket(url!, { perMessageDeflate: false, maxPayload: SINK_MAX_PAYLOAD });
   ws.on('open', () => report({ open: true }));
   receive(ws, Number(bytes));
-} else if (mode === 'listen-sink') {
-  // One hop: the source connects straight to this sink, no process between them.
-  const [bytes] = args;
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, maxPayload: SINK_MAX_PAYLOAD });
-  wss.on('connection', (ws) => receive(ws, Number(bytes)));
-  wss.on('listening', () => report({ port: (wss.address() as { port: number }).port }));
 } else if (mode === 'stream-agent') {
   // Speaks the agent protocol; every stream it is asked to serve gets BYTES of binary frames.
   const [url, deviceId, token, bytes] = args;

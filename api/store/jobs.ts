@@ -7,29 +7,18 @@
 import { randomBase32 } from '../../shared/ids';
 import { EXECUTION_STATUSES, type ExecutionStatus, type JobCounts, type JobKind, type JobStatus, type JobTarget } from '../../shared/api/jobs';
 import { createJobTargetQueries } from './job-targets';
+import type { JobsTable } from './schema-jobs';
 import { affected, atomically, type Executor, type Row } from './schema';
 
-export interface JobRow {
-  job_id: string;
+/** A job as read: the table's columns, with its kind and status typed and its JSON parsed. */
+export type JobRow = Omit<JobsTable, 'kind' | 'status' | 'target' | 'spec'> & {
   kind: JobKind;
   status: JobStatus;
   /** As the request gave it. */
   target: JobTarget;
   /** What runs on each device, defaults filled in. */
   spec: Record<string, unknown>;
-  max_per_minute: number | null;
-  max_in_flight: number;
-  abort_failure_pct: number | null;
-  abort_min_executed: number;
-  expires_in_seconds: number;
-  expires_at: string;
-  next_start_at: string;
-  created_by: string;
-  created_at: string;
-  finished_at: string | null;
-  abort_reason: string | null;
-  trace_id: string;
-}
+};
 
 /** What creating a job takes; the id, status, expiry and pace follow from it. */
 export type NewJob = Omit<JobRow, 'job_id' | 'status' | 'expires_at' | 'next_start_at' | 'finished_at' | 'abort_reason'>;

@@ -9,7 +9,7 @@ import type { AccessRequest } from '../../shared/api/access';
 import { ApiFailure } from '../api-client';
 import type { Context } from '../context';
 import { CliError } from '../errors';
-import { listenAccessEvents } from './access-events';
+import { followEvents } from '../event-stream';
 
 const POLL_MS = 2000;
 const POLL_WITH_EVENTS_MS = 10_000;
@@ -20,34 +20,6 @@ export interface Waited {
   request: AccessRequest;
   /** Ctrl-C stopped the waiting (the request stays as it is). */
   interrupted: boolean;
-}
-
-/** The event stream of the request: reopened after it ends, given up for good once refused. */
-function requestEvents(ctx: Context, requestId: string, onChange: () => void) {
-  let state: 'closed' | 'opening' | 'open' | 'refused' = 'closed';
-  let close: (() => void) | undefined;
-  let stopped = false;
-  return {
-    get open() {
-      return state === 'open';
-    },
-    ensure() {
-      if (state !== 'closed' || stopped) return;
-      state = 'opening';
-      void listenAccessEvents(ctx, requestId, onChange, () => void (state = 'closed')).then((closer) => {
-        if (!closer) return void (state = 'refused');
-        if (stopped) return closer();
-        state = 'open';
-        close = closer;
-        // What changed before the stream opened is read now.
-        onChange();
-      });
-    },
-    stop() {
-      stopped = true;
-      close?.();
-    },
-  };
 }
 
 /** The request as the server has it now; a failure that may pass (unreachable, 5xx) is returned, not thrown. */
@@ -75,7 +47,13 @@ export async function waitForDecision(ctx: Context, created: AccessRequest, anno
     interrupted = true;
     wake();
   };
-  const events = requestEvents(ctx, id, onChange);
+  // What changed before the stream opened is read once it is open.
+  const events = followEvents(
+    ctx,
+    // Each says only that the request changed: the request itself is read then.
+    (name, data) => name.startsWith('access_request.') && (data as { request_id?: unknown }).request_id === id && onChange(),
+    onChange,
+  );
   let failingSince: number | undefined;
   process.on('SIGINT', onSigint);
   announce?.();

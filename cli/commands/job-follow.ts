@@ -9,7 +9,8 @@ import type { Job } from '../../shared/api/jobs';
 import { ApiFailure } from '../api-client';
 import type { Context } from '../context';
 import { CliError } from '../errors';
-import { listenJobUpdates, type JobUpdate } from './job-http';
+import type { ServerEvent } from '../../shared/api/events';
+import { followEvents } from '../event-stream';
 import { isOver, progressLine } from './job-report';
 
 const POLL_MS = 1000;
@@ -18,44 +19,14 @@ const REDRAW_MS = 1000;
 /** How long the server may be unreachable (a restart) before following gives up. */
 const OUTAGE_MS = 120_000;
 
+/** What a `job.updated` event says (read as sent, not checked: one that is not is corrected by the next read of the job). */
+type JobUpdate = Extract<ServerEvent, { event: 'job.updated' }>['data'];
+
 export interface Followed {
   job: Job;
   /** Ctrl-C stopped the following (the job goes on). */
   interrupted: boolean;
   seconds: number;
-}
-
-/** The events stream of one job: open, being opened, refused for good, or closed (to reopen). */
-function jobEvents(ctx: Context, jobId: string, onUpdate: (u: JobUpdate) => void, onOpen: () => void) {
-  let state: 'closed' | 'opening' | 'open' | 'refused' = 'closed';
-  let close: (() => void) | undefined;
-  let stopped = false;
-  return {
-    get open() {
-      return state === 'open';
-    },
-    /** Opens the stream unless it is open, being opened, or was refused. */
-    ensure() {
-      if (state !== 'closed' || stopped) return;
-      state = 'opening';
-      void listenJobUpdates(ctx, jobId, onUpdate, () => {
-        state = 'closed';
-      }).then(
-        (closer) => {
-          if (!closer) return void (state = 'refused');
-          if (stopped) return closer();
-          state = 'open';
-          close = closer;
-          onOpen();
-        },
-        () => void (state = 'refused'),
-      );
-    },
-    stop() {
-      stopped = true;
-      close?.();
-    },
-  };
 }
 
 /** Follows job `created` until it is over or Ctrl-C; the progress line goes to stderr. */
@@ -76,7 +47,7 @@ export async function followJob(ctx: Context, created: Job, tty: boolean): Promi
   };
   let lastPoll = -Infinity;
   const onUpdate = (u: JobUpdate) => {
-    job = { ...job, status: u.status as Job['status'], counts: { ...job.counts, ...u.counts } };
+    job = { ...job, status: u.status, counts: { ...job.counts, ...u.counts } };
     confirmed = false;
     wake();
   };
@@ -85,7 +56,11 @@ export async function followJob(ctx: Context, created: Job, tty: boolean): Promi
     lastPoll = -Infinity;
     wake();
   };
-  const events = jobEvents(ctx, job.job_id, onUpdate, onOpen);
+  const events = followEvents(
+    ctx,
+    (name, data) => name === 'job.updated' && (data as JobUpdate).job_id === created.job_id && onUpdate(data as JobUpdate),
+    onOpen,
+  );
   let failingSince: number | undefined;
   let printed = '';
   const draw = () => {

@@ -1,8 +1,8 @@
 /**
- * @module The two requests of `tether job` that the API client's JSON calls do not make: a
- * streamed upload of a file (`POST /v1/blobs`, with a progress bar on a terminal) and the event
- * stream (`GET /v1/events`, read as it arrives). Both go to the configured server with the
- * configured token, on `node:http` as the API client does.
+ * @module The request of `tether job` that the API client's JSON calls do not make: a streamed
+ * upload of a file (`POST /v1/blobs`, with a progress bar on a terminal), to the configured
+ * server with the configured token, on `node:http` as the API client does. (The events it follows
+ * are `../event-stream`.)
  */
 import { createReadStream } from 'node:fs';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
@@ -86,55 +86,5 @@ export function uploadBlob(ctx: Context, file: string, size: number): Promise<Bl
     source.on('data', (chunk) => progress.add(chunk.length));
     // pipe() waits while the socket is behind: the file is never held whole.
     source.pipe(req);
-  });
-}
-
-const MAX_EVENT_CHARS = 1024 * 1024;
-
-/** A job's `job.updated` data as the event stream carries it. */
-export interface JobUpdate {
-  job_id: string;
-  status: string;
-  counts: Record<string, number>;
-}
-
-/**
- * Listens to `GET /v1/events` for the updates of job `jobId`. Resolves with a function that
- * closes the stream once it is open; with undefined when it cannot be read (the token lacks
- * what the stream needs, too many streams, an old server): the caller polls instead.
- */
-export function listenJobUpdates(ctx: Context, jobId: string, onUpdate: (u: JobUpdate) => void, onEnd: () => void): Promise<(() => void) | undefined> {
-  return new Promise((resolve) => {
-    const req = requestTo(ctx, 'GET', '/v1/events', { accept: 'text/event-stream' });
-    req.on('error', () => resolve(undefined));
-    req.on('response', (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        return resolve(undefined);
-      }
-      let buffer = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        // An event is small; a stream that never ends one is not a tether server's.
-        if (buffer.length > MAX_EVENT_CHARS) return void res.destroy();
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          if (!/^event: job\.updated$/m.test(block)) continue;
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          try {
-            const update = JSON.parse(data ?? '') as JobUpdate;
-            if (update.job_id === jobId) onUpdate(update);
-          } catch {
-            // an event this client cannot read is skipped; the next poll catches up
-          }
-        }
-      });
-      res.on('error', () => {});
-      res.on('close', onEnd);
-      resolve(() => req.destroy());
-    });
-    req.end();
   });
 }

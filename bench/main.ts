@@ -53,7 +53,8 @@ const plan = quick
   : {
       bytes: 1024 * MiB,
       repeats: 3,
-      settleSeconds: 5,
+      // V8 shrinks a new process's young generation some 5-10 s after start: idle is after that.
+      settleSeconds: 15,
       echoSamples: 10_000,
       pingSamples: 5_000,
       shellOutput: 64 * MiB,

@@ -239,7 +239,7 @@ function memoryRows(size: string, growth: Record<'cold' | 'warm', { server: numb
     },
     {
       section: 'memory',
-      name: 'agent idle RSS (online, no sessions)',
+      name: 'agent idle RSS (node and its bundle, online, no sessions)',
       value: mib(idle.agent),
       unit: 'MiB',
       target: '<= 1.15x bare node',

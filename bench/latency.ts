@@ -34,30 +34,46 @@ export interface EchoTimes {
 /** Keystrokes of one method before the next method's turn, when methods are interleaved. */
 const BLOCK = 1000;
 
-/** One terminal to type into: a keystroke's round trip (ms), and the end. */
+/** One terminal to type into. */
 interface EchoChannel {
-  trip(): Promise<number>;
+  /** Types `n` keystrokes one at a time (each once the last came back); their round trips (ms) are pushed onto `into`. */
+  trips(n: number, into: number[]): Promise<void>;
   close(): Promise<void>;
 }
 
-/** A channel over `send` and the bytes that come back through `onData` (write one byte, wait for it to come back). */
+/**
+ * A channel over `send` and the bytes that come back through `onData`: write one byte, wait for
+ * it to come back, write the next from the handler that saw it. No promise or closure per
+ * keystroke: the measuring process's own collections delay whatever it measures, tether's
+ * keystrokes and ssh's alike.
+ */
 function echoChannel(send: (b: Buffer) => void, onData: (l: (d: Buffer) => void) => void, close: () => Promise<void>): EchoChannel {
-  let waiting: ((d: Buffer) => void) | undefined;
-  onData((d) => waiting?.(d));
   const byte = Buffer.from('x');
+  let t0 = 0;
+  let left = 0;
+  let times: number[] = [];
+  let finished: (() => void) | undefined;
+  onData((d) => {
+    if (finished === undefined || !d.includes(0x78)) return;
+    times.push(performance.now() - t0);
+    if (--left === 0) {
+      const finish = finished;
+      finished = undefined;
+      return finish();
+    }
+    t0 = performance.now();
+    send(byte);
+  });
   return {
-    async trip() {
-      const t0 = performance.now();
-      await new Promise<void>((resolve) => {
-        waiting = (d) => {
-          if (d.includes(0x78)) {
-            waiting = undefined;
-            resolve();
-          }
-        };
+    trips(n, into) {
+      if (n <= 0) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        times = into;
+        left = n;
+        finished = resolve;
+        t0 = performance.now();
         send(byte);
       });
-      return performance.now() - t0;
     },
     close,
   };
@@ -74,11 +90,11 @@ const sorted = (times: number[]) => times.sort((a, b) => a - b);
 async function warmUp(channel: EchoChannel, samples: number): Promise<number[]> {
   const started = performance.now();
   const warmupSamples = Math.min(WARMUP_SAMPLES, samples);
-  for (let i = 0; i < warmupSamples; i++) await channel.trip();
+  await channel.trips(warmupSamples, []);
   const cold: number[] = [];
-  for (let i = 0; i < Math.min(COLD_SAMPLES, samples); i++) cold.push(await channel.trip());
+  await channel.trips(Math.min(COLD_SAMPLES, samples), cold);
   const warmupMs = samples > warmupSamples ? WARMUP_MS : 0; // the quick run does not wait
-  while (performance.now() - started < warmupMs) await channel.trip();
+  while (performance.now() - started < warmupMs) await channel.trips(100, []);
   return sorted(cold);
 }
 
@@ -89,9 +105,7 @@ async function warmUp(channel: EchoChannel, samples: number): Promise<number[]> 
 async function interleaved(channels: EchoChannel[], samples: number): Promise<number[][]> {
   const times = channels.map(() => [] as number[]);
   for (let done = 0; done < samples; done += BLOCK) {
-    for (const [i, channel] of channels.entries()) {
-      for (let k = 0; k < Math.min(BLOCK, samples - done); k++) times[i]!.push(await channel.trip());
-    }
+    for (const [i, channel] of channels.entries()) await channel.trips(Math.min(BLOCK, samples - done), times[i]!);
   }
   return times.map(sorted);
 }

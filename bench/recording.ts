@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { shellRoundTrips } from './latency';
+import { shellRoundTrips } from './echo';
 import type { Session } from '../shared/api/sessions';
 import { call, median, percentile, processStats, round, startAgent, startServer, tempDir, type Data, type Result, type ServerProcess } from './lib';
 

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { helper, helperResult, type Helper, type Listening } from './helpers';
-import { median, percentile, round, startAgent, stopChild, TETHER, tempDir, type Result, type ServerProcess } from './lib';
+import { median, percentile, ratioRow, round, startAgent, stopChild, TETHER, tempDir, type Result, type ServerProcess } from './lib';
 import { NO_COMPILER, relayChain, spliceRelayBinary, type RelayKind } from './relay-chain';
 import { DIRECT, JUMPED, startSshd } from './sshd';
 
@@ -133,14 +133,7 @@ async function pingPong(ports: Ports, samples: number, quick: boolean) {
 
 type Bulk = { up: number; down: number };
 
-const ratio = (name: string, a: number, b: number, min?: number): Result => ({
-  section: 'forward',
-  name,
-  value: round(a / b, 2),
-  unit: 'ratio',
-  target: min === undefined ? 'reported' : `>= ${min}`,
-  met: min === undefined ? null : a / b >= min,
-});
+const ratio = (name: string, a: number, b: number, min?: number): Result => ratioRow('forward', name, a, b, min === undefined ? undefined : { min });
 
 /** Issue 35: tether forward's bulk at least 0.8 of the Node relay chain's, each way; the C chain's ratio reported. */
 function referenceRatios(tether: Bulk, node: Bulk, splice: Bulk | undefined): Result[] {

@@ -204,6 +204,15 @@ export function wallMs(command: string, args: string[]): number {
   return performance.now() - t0;
 }
 
+/** A row for `a / b`: `>= min` as its target when given, `<= max` when given, else reported. */
+export function ratioRow(section: string, name: string, a: number, b: number, bound?: { min?: number; max?: number }): Result {
+  const r = a / b;
+  const { min, max } = bound ?? {};
+  const target = min !== undefined ? `>= ${min.toFixed(1)}` : max !== undefined ? `<= ${max.toFixed(1)}` : 'reported';
+  const met = min !== undefined ? r >= min : max !== undefined ? round(r, 2) <= max : null;
+  return { section, name, value: round(r, 2), unit: 'ratio', target, met };
+}
+
 export function printTable(results: Result[]): void {
   const rows = results.map((r) => [r.section, r.name, String(r.value), r.unit, r.target, r.met === null ? '-' : r.met ? 'yes' : 'MISS']);
   const header = ['section', 'benchmark', 'value', 'unit', 'target', 'met'];

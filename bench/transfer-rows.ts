@@ -3,7 +3,7 @@
  * rows with their targets, and the rows of the references, so the section's file keeps to the
  * measuring.
  */
-import { median, round, type Result } from './lib';
+import { median, ratioRow, round, type Result } from './lib';
 import { NO_COMPILER } from './relay-chain';
 
 export interface Repeated {
@@ -24,14 +24,8 @@ export function figure(name: string, m: Repeated, digits: number, unit: string, 
   return { section: 'transfer', name, value: round(m.value, digits), unit, target, met, runs: m.runs.map((r) => round(r, digits)) };
 }
 
-/** A row for `a / b`: `>= min` as its target when given, `<= max` when given, else reported. */
-export function ratio(name: string, a: number, b: number, bound?: { min?: number; max?: number }, section = 'transfer'): Result {
-  const r = a / b;
-  const { min, max } = bound ?? {};
-  const target = min !== undefined ? `>= ${min.toFixed(1)}` : max !== undefined ? `<= ${max.toFixed(1)}` : 'reported';
-  const met = min !== undefined ? r >= min : max !== undefined ? round(r, 2) <= max : null;
-  return { section, name, value: round(r, 2), unit: 'ratio', target, met };
-}
+/** A transfer row for `a / b` (`ratioRow`). */
+export const ratio = (name: string, a: number, b: number, bound?: { min?: number; max?: number }): Result => ratioRow('transfer', name, a, b, bound);
 
 /** true when every check passed, false when one failed, null when none failed but some could not be made. */
 export function allMet(checks: Array<boolean | null>): boolean | null {

@@ -26,9 +26,8 @@ import type { Duplex } from 'node:stream';
 
 const LARGE = 64 * 1024;
 const SMALL = 4 * 1024;
-/** Free buffers kept for the next reads: 4 MiB of large ones, 256 KiB of small ones. */
-const KEEP_LARGE = 64;
-const KEEP_SMALL = 64;
+/** Free buffers of each size kept for the next reads: 4 MiB of large ones, 256 KiB of small ones. */
+const KEEP = 64;
 
 const free = { large: [] as Buffer[], small: [] as Buffer[] };
 
@@ -39,7 +38,7 @@ function take(large: boolean): Buffer {
 
 function give(buf: Buffer): void {
   const list = buf.length === LARGE ? free.large : free.small;
-  if (list.length < (buf.length === LARGE ? KEEP_LARGE : KEEP_SMALL)) list.push(buf);
+  if (list.length < KEEP) list.push(buf);
 }
 
 export interface HopReader {

@@ -8,7 +8,7 @@ import type { ExpressionBuilder, Selectable } from 'kysely';
 import type { AccessPolicy, AccessRequest, AccessRequestStatus } from '../../shared/api/access';
 import type { SessionProtocol } from '../../shared/protocol/control-channel';
 import type { AccessPoliciesTable, AccessRequestsTable } from './schema-access';
-import type { Executor, Schema } from './schema';
+import { affected, type Executor, type Schema } from './schema';
 
 const toPolicy = (row: Selectable<AccessPoliciesTable>): AccessPolicy => ({
   policy_id: row.policy_id,
@@ -56,23 +56,27 @@ function matching(q: Omit<RequestQuery, 'limit' | 'offset'>) {
 }
 
 /** Whether every label the policy names has the same value on the device. */
-export const policyMatches = (policy: AccessPolicy, labels: Readonly<Record<string, string>>): boolean =>
+const policyMatches = (policy: AccessPolicy, labels: Readonly<Record<string, string>>): boolean =>
   Object.entries(policy.match.labels).every(([k, v]) => labels[k] === v);
 
 export function createAccessRepo(db: Executor) {
   const live = () => db.selectFrom('access_policies').where('deleted_at', 'is', null);
   /**
-   * Sets `changes` on the request while its status is `from` (and, with `until`, while that
-   * column is still after `at`); the row as changed, or undefined.
+   * Sets `changes` on the request while its status is `from` and `until`'s column is still after
+   * `at`; the row as changed, or undefined.
    */
   const transition = async (
     requestId: string,
     from: AccessRequestStatus,
     changes: Partial<Omit<Selectable<AccessRequestsTable>, 'request_id'>>,
-    until?: { column: 'expires_at' | 'ends_at'; at: string },
+    until: { column: 'expires_at' | 'ends_at'; at: string },
   ): Promise<AccessRequest | undefined> => {
-    let update = db.updateTable('access_requests').set(changes).where('request_id', '=', requestId).where('status', '=', from);
-    if (until) update = update.where(until.column, '>', until.at);
+    const update = db
+      .updateTable('access_requests')
+      .set(changes)
+      .where('request_id', '=', requestId)
+      .where('status', '=', from)
+      .where(until.column, '>', until.at);
     return toRequestOrUndefined(await update.returningAll().executeTakeFirst());
   };
 
@@ -116,7 +120,7 @@ export function createAccessRepo(db: Executor) {
         .where('policy_id', '=', policyId)
         .where('deleted_at', 'is', null)
         .executeTakeFirst();
-      return Number(r.numUpdatedRows) > 0;
+      return affected(r) > 0;
     },
 
     async createRequest(r: NewRequest): Promise<AccessRequest> {
@@ -185,7 +189,7 @@ export function createAccessRepo(db: Executor) {
     /** approved → ended for every grant past its `ends_at`; how many. */
     async endGrants(at: string): Promise<number> {
       const r = await db.updateTable('access_requests').set({ status: 'ended' }).where('status', '=', 'approved').where('ends_at', '<=', at).executeTakeFirst();
-      return Number(r.numUpdatedRows);
+      return affected(r);
     },
 
     /** The caller's grant covering the device and protocol at `at` (the one ending last), if any. */

@@ -4,7 +4,7 @@
  * (./webhook-outbox.ts): claiming due deliveries under a lease, which a conditional update makes
  * safe across peers, and recording each attempt's outcome only while that lease is still held.
  */
-import type { Executor } from './schema';
+import type { Executor, Row } from './schema';
 import { affected, atomically } from './schema';
 import { newWebhookId } from './webhook-outbox';
 
@@ -68,7 +68,7 @@ const DELIVERY_COLUMNS = [
   'delivered_at',
 ] as const;
 
-type HookSelect = { webhook_id: string; url: string; events: string; format: string; created_by: string; created_at: string; deleted_at: string | null };
+type HookSelect = Omit<Row<'webhooks'>, 'secret'>;
 const hookRow = (r: HookSelect): WebhookRow => ({ ...r, events: JSON.parse(r.events) as string[], format: r.format as WebhookFormat });
 
 export function createWebhookRepo(db: Executor) {

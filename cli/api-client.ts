@@ -229,3 +229,17 @@ export function withCode<A extends unknown[], R>(action: (...args: A) => Promise
     }
   };
 }
+
+/**
+ * `GET path`'s data as the server has it now, for a command that waits on something and reads it
+ * again: a failure that may pass (unreachable, a 5xx) is returned, not thrown; an API failure
+ * (a 4xx) is thrown.
+ */
+export async function readOrPassingFailure<T>(api: ApiClient, path: string): Promise<T | CliError> {
+  try {
+    return await api.request<T>('GET', path);
+  } catch (err) {
+    if (err instanceof ApiFailure || !(err instanceof CliError)) throw err;
+    return err;
+  }
+}

@@ -1,14 +1,11 @@
 /**
  * @module The `GET /v1/events` stream (server-sent events) a command follows while it waits on
- * something (a job, an access request). The stream goes to the configured server with the
- * configured token, on `node:http` as the API client does; one that cannot be read (the token may
+ * something (a job, an access request), as `./raw-request` sends it; one that cannot be read (the token may
  * not, too many streams, an old server) is given up for good, and the command reads the thing
  * itself more often instead. One that ends is opened again when the command next asks.
  */
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { credentials } from './config';
 import type { Context } from './context';
+import { requestTo } from './raw-request';
 
 /** An event is small; a stream that never ends one is not a tether server's. */
 const MAX_EVENT_CHARS = 1024 * 1024;
@@ -21,10 +18,7 @@ const MAX_EVENT_CHARS = 1024 * 1024;
  */
 function listenEvents(ctx: Context, onEvent: (name: string, data: unknown) => void, onEnd: () => void): Promise<(() => void) | undefined> {
   return new Promise((resolve) => {
-    const { server, token } = credentials(ctx.env);
-    const url = new URL(`${new URL(server).pathname.replace(/\/+$/, '')}/v1/events`, server);
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(url, { method: 'GET', headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
+    const req = requestTo(ctx, 'GET', '/v1/events', { accept: 'text/event-stream' });
     req.on('error', () => resolve(undefined));
     req.on('response', function onEventsResponse(res) {
       if (res.statusCode !== 200) {

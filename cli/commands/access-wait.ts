@@ -6,7 +6,7 @@
  * leaves the request pending. A server that cannot be reached for 2 minutes ends the wait.
  */
 import type { AccessRequest } from '../../shared/api/access';
-import { ApiFailure } from '../api-client';
+import { readOrPassingFailure } from '../api-client';
 import type { Context } from '../context';
 import { CliError } from '../errors';
 import { followEvents } from '../event-stream';
@@ -20,16 +20,6 @@ export interface Waited {
   request: AccessRequest;
   /** Ctrl-C stopped the waiting (the request stays as it is). */
   interrupted: boolean;
-}
-
-/** The request as the server has it now; a failure that may pass (unreachable, 5xx) is returned, not thrown. */
-async function readRequest(ctx: Context, id: string): Promise<AccessRequest | CliError> {
-  try {
-    return await ctx.api().request<AccessRequest>('GET', `/v1/access-requests/${encodeURIComponent(id)}`);
-  } catch (err) {
-    if (err instanceof ApiFailure || !(err instanceof CliError)) throw err;
-    return err;
-  }
 }
 
 /** Waits until request `created` is no longer pending, or Ctrl-C. */
@@ -71,7 +61,7 @@ export async function waitForDecision(ctx: Context, created: AccessRequest, anno
       });
       if (interrupted) break;
       changed = false;
-      const read = await readRequest(ctx, id);
+      const read = await readOrPassingFailure<AccessRequest>(ctx.api(), `/v1/access-requests/${encodeURIComponent(id)}`);
       if (read instanceof CliError) {
         if (failingSince === undefined) ctx.notice(`lost the server (${read.message}); trying again`);
         failingSince ??= performance.now();

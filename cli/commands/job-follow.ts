@@ -6,7 +6,7 @@
  * the events, in case one was missed). Ctrl-C stops following, not the job.
  */
 import type { Job } from '../../shared/api/jobs';
-import { ApiFailure } from '../api-client';
+import { readOrPassingFailure } from '../api-client';
 import type { Context } from '../context';
 import { CliError } from '../errors';
 import type { ServerEvent } from '../../shared/api/events';
@@ -78,7 +78,7 @@ export async function followJob(ctx: Context, created: Job, tty: boolean): Promi
       const every = events.open ? POLL_WITH_EVENTS_MS : POLL_MS;
       // An event that says the job is over is checked against the job itself.
       if (performance.now() - lastPoll >= every || isOver(job)) {
-        const read = await Promise.race([readJob(ctx, job.job_id), interruption]);
+        const read = await Promise.race([readOrPassingFailure<Job>(ctx.api(), `/v1/jobs/${encodeURIComponent(job.job_id)}`), interruption]);
         if (interrupted || !read) break;
         if (read instanceof CliError) {
           if (failingSince === undefined) ctx.notice(`${tty ? '\n' : ''}lost the server (${read.message}); trying again every second`);
@@ -109,14 +109,4 @@ export async function followJob(ctx: Context, created: Job, tty: boolean): Promi
     if (tty) ctx.out.stderr('\n');
   }
   return { job, interrupted, seconds: seconds() };
-}
-
-/** The job as the server has it now; a failure that may pass (unreachable, 5xx) is returned, not thrown. */
-async function readJob(ctx: Context, jobId: string): Promise<Job | CliError> {
-  try {
-    return await ctx.api().request<Job>('GET', `/v1/jobs/${encodeURIComponent(jobId)}`);
-  } catch (err) {
-    if (err instanceof ApiFailure || !(err instanceof CliError)) throw err;
-    return err;
-  }
 }

@@ -1,26 +1,17 @@
 /**
  * @module The request of `tether job` that the API client's JSON calls do not make: a streamed
- * upload of a file (`POST /v1/blobs`, with a progress bar on a terminal), to the configured
- * server with the configured token, on `node:http` as the API client does. (The events it follows
- * are `../event-stream`.)
+ * upload of a file (`POST /v1/blobs`, with a progress bar on a terminal; `../raw-request`). (The
+ * events it follows are `../event-stream`.)
  */
 import { createReadStream } from 'node:fs';
-import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import type { Blob } from '../../shared/api/jobs';
 import { ApiFailure, type ApiErrorCode } from '../api-client';
 import { credentials } from '../config';
 import type { Context } from '../context';
 import { CliError } from '../errors';
 import { createProgress } from '../progress';
-
-/** A request to the configured server, not yet sent. */
-function requestTo(ctx: Context, method: string, path: string, headers: Record<string, string | number>): ClientRequest {
-  const { server, token } = credentials(ctx.env);
-  const url = new URL(`${new URL(server).pathname.replace(/\/+$/, '')}${path}`, server);
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return send(url, { method, headers: { authorization: `Bearer ${token}`, ...headers } });
-}
+import { requestTo } from '../raw-request';
 
 function readText(res: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -155,9 +155,7 @@ export async function accessRevoke(ctx: Context, id: string, flags: { reason?: s
 
 /** `tether access cancel ID` (the requester, while it is pending). */
 export async function accessCancel(ctx: Context, id: string, flags: { json?: boolean }): Promise<void> {
-  // The answer is the canceled request, or nothing (204): then it is read back.
-  const answered = await ctx.api().request<AccessRequest | undefined>('DELETE', requestUrl(id));
-  const r = answered ?? (await ctx.api().request<AccessRequest>('GET', requestUrl(id)));
+  const r = await ctx.api().request<AccessRequest>('DELETE', requestUrl(id));
   if (flags.json) return printJson(ctx.out, r);
   ctx.out.stdout(`canceled ${r.request_id} (${whatText(r)})\n`);
 }

@@ -68,6 +68,8 @@ async function send(method: string, path: string, body?: unknown, auth = true, e
 /** The `data` of a JSON answer. */
 export async function api<T = unknown>(method: string, path: string, body?: unknown, auth = true): Promise<T> {
   const res = await send(method, path, body, auth);
+  // 204 (a policy or a webhook deleted) has no body to read.
+  if (res.status === 204) return undefined as T;
   return ((await res.json()) as { data: T }).data;
 }
 

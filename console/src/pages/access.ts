@@ -11,7 +11,7 @@ import { errorBox, h, replace } from '../dom';
 import type { Cleanup } from '../page';
 import { isAdmin } from '../roles';
 import { pager } from './jobs/view';
-import { followAccess } from './access/live';
+import { followAccess, type Follow } from './access/live';
 import { policiesSection } from './access/policies';
 import { requestForm } from './access/request-form';
 import { requestsTable, tickCountdowns } from './access/requests';
@@ -35,6 +35,8 @@ export async function accessPage(root: HTMLElement, _params: string[], query: UR
   const list = h('div', { id: 'access-list' });
   const paging = h('div');
   let page = 1;
+  /** Set once the first read is done (a change before then is read when following starts). */
+  let follow: Follow | undefined;
 
   async function render(): Promise<void> {
     const q = new URLSearchParams({ per_page: String(PER_PAGE), page: String(page) });
@@ -43,7 +45,7 @@ export async function accessPage(root: HTMLElement, _params: string[], query: UR
     try {
       const { data, meta } = await apiList<AccessRequest>(`/v1/access-requests?${q}`);
       const empty = status.value ? `No ${status.value} requests.` : admin ? 'No access requests yet.' : 'You have asked for no access yet.';
-      replace(list, requestsTable(pendingFirst(data), { me, panel, changed: () => follow.poke() }, empty));
+      replace(list, requestsTable(pendingFirst(data), { me, panel, changed: () => follow?.poke() }, empty));
       const pages = Math.max(1, Math.ceil(meta.total / meta.per_page));
       replace(paging, meta.total > data.length || page > 1 ? pager(page, pages, go, 'access-pager') : '');
     } catch (err) {
@@ -68,7 +70,7 @@ export async function accessPage(root: HTMLElement, _params: string[], query: UR
         ? 'Requests for sessions on devices a policy protects. Approve or deny those of others; a grant runs from approval for its duration.'
         : 'Your requests for sessions on devices a policy protects. An administrator approves or denies each; a grant runs from approval for its duration.',
     ),
-    requestForm(query, () => follow.poke()),
+    requestForm(query, () => follow?.poke()),
     h('h2', {}, admin ? 'Requests' : 'Your requests'),
     h('div', { class: 'filters' }, status, device),
     panel,
@@ -76,15 +78,17 @@ export async function accessPage(root: HTMLElement, _params: string[], query: UR
     paging,
     policies.element,
   );
-  const follow = followAccess(render);
   await Promise.all([render(), policies.refresh()]);
+  // Once read: following reads again at once, for what changed before it subscribed.
+  const live = followAccess(render);
+  follow = live;
 
   // The countdowns; a grant that ran out is read again (its end has no event).
   const ticker = setInterval(() => {
-    if (tickCountdowns(list)) follow.poke();
+    if (tickCountdowns(list)) live.poke();
   }, 1000);
   return () => {
     clearInterval(ticker);
-    follow.stop();
+    live.stop();
   };
 }

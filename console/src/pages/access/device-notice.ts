@@ -103,7 +103,6 @@ export function accessNotice(device: { device_id: string; labels: Record<string,
     () => refresh().then(() => void (element.dataset.checked = 'true')),
     (e) => e.device_id === device.device_id,
   );
-  follow.poke();
   return {
     element,
     stop() {

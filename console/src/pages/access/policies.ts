@@ -78,10 +78,7 @@ export function policiesSection(me: Me | undefined): { element: HTMLElement; ref
     );
     if (!sure) return;
     try {
-      // An empty answer (204) is a success too: only a refusal is an error.
-      await api('DELETE', `/v1/access-policies/${encodeURIComponent(p.policy_id)}`).catch((err: unknown) => {
-        if (!(err instanceof SyntaxError)) throw err;
-      });
+      await api('DELETE', `/v1/access-policies/${encodeURIComponent(p.policy_id)}`);
       replace(panel, h('p', { role: 'status', class: 'muted' }, `Deleted the policy “${p.name}”.`));
     } catch (err) {
       replace(panel, errorBox((err as Error).message));

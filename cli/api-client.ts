@@ -243,3 +243,16 @@ export async function readOrPassingFailure<T>(api: ApiClient, path: string): Pro
     return err;
   }
 }
+
+/**
+ * Every page of a list the API answers as an array: `pageUrl` is the path of one page, given its
+ * `page` and `per_page` parameters (pages of `perPage` items, until one comes back short).
+ */
+export async function allPages<T>(api: ApiClient, pageUrl: (paging: { page: string; per_page: string }) => string, perPage = 200): Promise<T[]> {
+  const items: T[] = [];
+  for (let page = 1; ; page++) {
+    const batch = await api.request<T[]>('GET', pageUrl({ page: String(page), per_page: String(perPage) }));
+    items.push(...batch);
+    if (batch.length < perPage) return items;
+  }
+}

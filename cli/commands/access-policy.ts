@@ -3,6 +3,7 @@
  * the policies that name, by labels, the devices whose sessions of some protocols need an
  * approved access request, and the longest grant a request there may ask for.
  */
+import { allPages } from '../api-client';
 import { ACCESS_LIMITS, type AccessPolicy, type CreatePolicyBody } from '../../shared/api/access';
 import type { SessionProtocol } from '../../shared/protocol/control-channel';
 import { confirm } from '../confirm';
@@ -57,13 +58,7 @@ export async function policyAdd(ctx: Context, name: string, flags: PolicyAddFlag
 }
 
 export async function policyList(ctx: Context, flags: { json?: boolean }): Promise<void> {
-  const all: AccessPolicy[] = [];
-  const PAGE = 200;
-  for (let page = 1; ; page++) {
-    const batch = await ctx.api().request<AccessPolicy[]>('GET', `/v1/access-policies?page=${page}&per_page=${PAGE}`);
-    all.push(...batch);
-    if (batch.length < PAGE) break;
-  }
+  const all = await allPages<AccessPolicy>(ctx.api(), (paging) => `/v1/access-policies?${new URLSearchParams(paging)}`);
   if (flags.json) return printJson(ctx.out, all);
   if (all.length === 0) return ctx.out.stdout('no access policies: every device is open to the roles that may open sessions\n');
   const rows = all.map((p) => ({

@@ -5,6 +5,7 @@
  * waits for the decision and says it: exit 0 when approved, 1 when denied, expired or canceled,
  * 130 on Ctrl-C (the request stays pending).
  */
+import { allPages } from '../api-client';
 import { ACCESS_LIMITS, type AccessRequest, type CreateRequestBody } from '../../shared/api/access';
 import type { SessionProtocol } from '../../shared/protocol/control-channel';
 import type { Context } from '../context';
@@ -77,20 +78,15 @@ export interface ListFlags {
   json?: boolean;
 }
 
-const PAGE = 200;
-
 /** `tether access list`: every page, newest first (requesters see their own, administrators all). */
 export async function accessList(ctx: Context, flags: ListFlags): Promise<void> {
-  const all: AccessRequest[] = [];
-  for (let page = 1; ; page++) {
-    const q = new URLSearchParams({ page: String(page), per_page: String(PAGE) });
+  const all = await allPages<AccessRequest>(ctx.api(), (paging) => {
+    const q = new URLSearchParams(paging);
     if (flags.status) q.set('status', flags.status);
     if (flags.device) q.set('device_id', flags.device);
     if (flags.requester) q.set('requester', flags.requester);
-    const batch = await ctx.api().request<AccessRequest[]>('GET', `/v1/access-requests?${q}`);
-    all.push(...batch);
-    if (batch.length < PAGE) break;
-  }
+    return `/v1/access-requests?${q}`;
+  });
   if (flags.json) return printJson(ctx.out, all);
   if (all.length === 0) return ctx.out.stdout(flags.status ? `no ${flags.status} access requests\n` : 'no access requests\n');
   const rows = all.map((r) => ({

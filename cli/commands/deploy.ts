@@ -3,6 +3,7 @@
  * weight | halt | promote`: services per environment (docs/http-api.md, deployments). `apply` is
  * in deploy/apply.ts, `logs` in deploy/logs.ts.
  */
+import { allPages } from '../api-client';
 import { confirm } from '../confirm';
 import type { Context } from '../context';
 import { describe } from '../describe';
@@ -16,21 +17,11 @@ export { deployLogs } from './deploy/logs';
 const PAGE = 100;
 const canaryText = (s: Service) => (s.canary ? `${s.canary.revision} at ${s.canary.weight}%` : null);
 
-/** Every page of a list the API answers as an array. */
-async function allPages<T>(ctx: Context, path: (page: number) => string): Promise<T[]> {
-  const items: T[] = [];
-  for (let page = 1; ; page++) {
-    const batch = await ctx.api().request<T[]>('GET', path(page));
-    items.push(...batch);
-    if (batch.length < PAGE) return items;
-  }
-}
-
 export async function deployList(ctx: Context, flags: { env?: Environment; status?: string; json?: boolean }): Promise<void> {
   const services: Service[] = [];
   for (const env of flags.env ? [flags.env] : ENVIRONMENTS) {
-    const q = (page: number) => new URLSearchParams({ env, page: String(page), per_page: String(PAGE), ...(flags.status ? { status: flags.status } : {}) });
-    services.push(...(await allPages<Service>(ctx, (page) => `/v1/services?${q(page)}`)));
+    const q = (paging: Record<string, string>) => new URLSearchParams({ env, ...paging, ...(flags.status ? { status: flags.status } : {}) });
+    services.push(...(await allPages<Service>(ctx.api(), (paging) => `/v1/services?${q(paging)}`, PAGE)));
   }
   if (flags.json) return printJson(ctx.out, services);
   if (services.length === 0) return ctx.out.stdout(`no ${flags.status ? `${flags.status} ` : ''}services${flags.env ? ` in ${flags.env}` : ''}\n`);
@@ -79,7 +70,7 @@ export async function deployGet(ctx: Context, name: string, flags: EnvFlag & { j
 }
 
 export async function deployHistory(ctx: Context, name: string, flags: EnvFlag & { json?: boolean }): Promise<void> {
-  const revisions = await allPages<Revision>(ctx, (page) => serviceUrl(name, flags.env, '/revisions', { page: String(page), per_page: String(PAGE) }));
+  const revisions = await allPages<Revision>(ctx.api(), (paging) => serviceUrl(name, flags.env, '/revisions', paging), PAGE);
   if (flags.json) return printJson(ctx.out, revisions);
   // The API calls a canary's revision `available`; the table says which one is the canary.
   const { canary } = await ctx.api().request<ServiceDetail>('GET', serviceUrl(name, flags.env));

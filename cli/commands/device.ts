@@ -3,14 +3,13 @@
  * (docs/http-api.md, endpoints) and the agent tokens that let devices in.
  */
 import type { AgentTokenIssued, Device, DeviceCreated, DeviceDeleted } from '../../shared/api/devices';
-import { ApiFailure } from '../api-client';
+import { allPages, ApiFailure } from '../api-client';
 import { confirm } from '../confirm';
 import type { Context } from '../context';
 import { describe } from '../describe';
 import { CliError, usageError } from '../errors';
 import { printJson, table } from '../output';
 
-const PAGE = 200;
 const shortTime = (iso: string | null) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : null);
 const deviceUrl = (id: string) => `/v1/devices/${encodeURIComponent(id)}`;
 const labelsText = (labels: Record<string, string>) =>
@@ -51,14 +50,8 @@ export async function deviceAdd(ctx: Context, deviceId: string, flags: { json?: 
 }
 
 export async function deviceList(ctx: Context, flags: { status?: string; json?: boolean }): Promise<void> {
-  const devices: Device[] = [];
-  for (let page = 1; ; page++) {
-    const q = new URLSearchParams({ page: String(page), per_page: String(PAGE) });
-    if (flags.status) q.set('agent_status', flags.status);
-    const batch = await ctx.api().request<Device[]>('GET', `/v1/devices?${q}`);
-    devices.push(...batch);
-    if (batch.length < PAGE) break;
-  }
+  const status: Record<string, string> = flags.status ? { agent_status: flags.status } : {};
+  const devices = await allPages<Device>(ctx.api(), (paging) => `/v1/devices?${new URLSearchParams({ ...paging, ...status })}`);
   if (flags.json) return printJson(ctx.out, devices);
   if (devices.length === 0) return ctx.out.stdout(flags.status ? `no ${flags.status} devices\n` : 'no devices; add one with `tether device add ID`\n');
   const rows = devices.map((d) => ({

@@ -5,6 +5,7 @@
  * their output; they exit 0 only when every execution succeeded, 1 otherwise, 130 on Ctrl-C
  * (which leaves the job running). `--detach` returns with the job's id at once.
  */
+import { allPages } from '../api-client';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { JOB_LIMITS, type CreateJobBody, type Execution, type Job } from '../../shared/api/jobs';
@@ -123,15 +124,8 @@ async function diagResults(ctx: Context, job: Job): Promise<string> {
 }
 
 export async function jobList(ctx: Context, flags: { status?: string; json?: boolean }): Promise<void> {
-  const jobs: Job[] = [];
-  const PAGE = 200;
-  for (let page = 1; ; page++) {
-    const q = new URLSearchParams({ page: String(page), per_page: String(PAGE) });
-    if (flags.status) q.set('status', flags.status);
-    const batch = await ctx.api().request<Job[]>('GET', `/v1/jobs?${q}`);
-    jobs.push(...batch);
-    if (batch.length < PAGE) break;
-  }
+  const status: Record<string, string> = flags.status ? { status: flags.status } : {};
+  const jobs = await allPages<Job>(ctx.api(), (paging) => `/v1/jobs?${new URLSearchParams({ ...paging, ...status })}`);
   if (flags.json) return printJson(ctx.out, jobs);
   if (jobs.length === 0) return ctx.out.stdout(flags.status ? `no ${flags.status} jobs\n` : 'no jobs\n');
   const rows = jobs.map((j) => ({

@@ -5,6 +5,7 @@
  * none is named. Known host keys are kept per device (`HostKeyAlias`), since every device's sshd
  * is reached at the same address, its own loopback.
  */
+import { allPages } from '../api-client';
 import type { Device } from '../../shared/api/devices';
 import { canonicalHost } from '../../shared/protocol/port-forward/targets';
 import type { Context } from '../context';
@@ -24,18 +25,12 @@ export interface SshConfigFlags {
   ttl?: number;
 }
 
-const PAGE = 200;
 /** What ssh_config accepts as a host pattern or value without quoting. */
 const CONFIG_WORD = /^[A-Za-z0-9._@-]+$/;
 
 async function allDevices(ctx: Context): Promise<string[]> {
-  const ids: string[] = [];
-  for (let page = 1; ; page++) {
-    const q = new URLSearchParams({ page: String(page), per_page: String(PAGE) });
-    const batch = await ctx.api().request<Device[]>('GET', `/v1/devices?${q}`);
-    ids.push(...batch.map((d) => d.device_id));
-    if (batch.length < PAGE) return ids;
-  }
+  const devices = await allPages<Device>(ctx.api(), (paging) => `/v1/devices?${new URLSearchParams(paging)}`);
+  return devices.map((d) => d.device_id);
 }
 
 /** The ProxyCommand's words: this tether, ssh's `%` escaped (`%%`), each quoted for `sh -c`. */

@@ -5,6 +5,7 @@
  * (`--secret-stdin`) so that it stays out of the shell's history and the process list; the API
  * never shows it again.
  */
+import { allPages } from '../api-client';
 import { WEBHOOK_LIMITS, type CreateWebhookBody, type Delivery, type Webhook } from '../../shared/api/webhooks';
 import { confirm } from '../confirm';
 import type { Context } from '../context';
@@ -57,13 +58,7 @@ export async function webhookAdd(ctx: Context, url: string, flags: WebhookAddFla
 }
 
 export async function webhookList(ctx: Context, flags: { json?: boolean }): Promise<void> {
-  const all: Webhook[] = [];
-  const PAGE = 200;
-  for (let page = 1; ; page++) {
-    const batch = await ctx.api().request<Webhook[]>('GET', `/v1/webhooks?page=${page}&per_page=${PAGE}`);
-    all.push(...batch);
-    if (batch.length < PAGE) break;
-  }
+  const all = await allPages<Webhook>(ctx.api(), (paging) => `/v1/webhooks?${new URLSearchParams(paging)}`);
   if (flags.json) return printJson(ctx.out, all);
   if (all.length === 0) return ctx.out.stdout('no webhooks\n');
   const rows = all.map((w) => ({

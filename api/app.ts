@@ -28,7 +28,6 @@ import { soleLeader, type Leadership } from './store/leadership';
 import { peerInbox } from './peer-inbox';
 import { mountRoutes } from './routes';
 import { createDispatcher } from './jobs/dispatcher';
-import { createAccessSweeps } from './access-requests/sweeps';
 import { createWebhookSender } from './webhooks/sender';
 import type { RelayToAgentMessage } from '../shared/protocol/control-channel';
 
@@ -146,6 +145,8 @@ export function createApi(deps: ApiDeps) {
     log: log.child({ component: 'housekeeping' }),
     now,
     agentsLost: (deviceIds, at) => deviceIds.forEach((device_id) => events.publish({ event: 'agent.offline', data: { device_id, at } })),
+    // Pending access requests expire and grants end by time, on the leader's beat.
+    events,
   });
   // The runtime reports to the deployment service, which exists once the runtime does.
   const runtime = deps.runtime((report) => void services.onReport(report), log.child({ component: 'runtime' }));
@@ -162,8 +163,6 @@ export function createApi(deps: ApiDeps) {
   });
   // Webhook deliveries go out from every peer; leases in the outbox keep each to one sender.
   const webhooks = createWebhookSender({ store, log: log.child({ component: 'webhooks' }), metrics, now });
-  // Pending requests expire and grants end by time: on the housekeeping's leader.
-  const accessSweeps = createAccessSweeps({ store, events, log: log.child({ component: 'access' }), now, leads: () => leadership.leads() });
   const requests = metrics.counter(
     'tether_http_requests_total',
     'HTTP requests by method, route and status; 499: the client closed the connection before its request was complete.',
@@ -221,7 +220,6 @@ export function createApi(deps: ApiDeps) {
       await sessions.start();
       housekeeping.start();
       dispatcher.start();
-      accessSweeps.start();
       webhooks.start();
       await services.resume();
       void recorder.start().catch((err: Error) => log.error('recordings could not start', { err: err.message }));
@@ -234,7 +232,6 @@ export function createApi(deps: ApiDeps) {
       runtime.close();
       await services.idle(); // the reports already queued are written before the database closes
       await dispatcher.close();
-      await accessSweeps.stop();
       await webhooks.close();
       await housekeeping.stop();
       return sessions.shutdown();

@@ -4,10 +4,13 @@
  * SQLite always, on PostgreSQL the one peer holding the housekeeping lock), it clears the presence
  * of agents held by peers that went silent (they died: their agents reconnect elsewhere, with a new
  * presence generation), forgets those peers, sweeps old rate-limit rows,
- * deletes blob uploads left unfinished for a day and webhook deliveries that ended 30 days ago. Every step is a
+ * deletes blob uploads left unfinished for a day and webhook deliveries that ended 30 days ago,
+ * and ends access requests and grants whose time is up (`access-requests/sweeps.ts`). Every step is a
  * conditional write, so a leader that lost its lock a moment ago and runs once more does no harm.
  */
 import type { Logger } from '../shared/log';
+import { sweepAccess } from './access-requests/sweeps';
+import type { EventHub } from './events/hub';
 import type { Leadership } from './store/leadership';
 import { RATE_LIMIT_WINDOW_MS } from './http/rate-limit';
 import type { Store } from './store/index';
@@ -37,6 +40,8 @@ export interface HousekeepingDeps {
   now: () => number;
   /** Agents the leader found held by a gone peer, now offline (for the event streams). */
   agentsLost(deviceIds: readonly string[], at: string): void;
+  /** Where access requests that expire are published. */
+  events: EventHub;
 }
 
 export function createHousekeeping(deps: HousekeepingDeps) {
@@ -57,6 +62,7 @@ export function createHousekeeping(deps: HousekeepingDeps) {
     const cutOff = await store.blobs.deleteUnfinished(new Date(t - UNFINISHED_BLOB_MS).toISOString());
     if (cutOff > 0) log.info('deleted blob uploads a server left unfinished', { blobs: cutOff });
     await createWebhookRepo(store.db).pruneEnded(new Date(t - DELIVERY_LOG_MS).toISOString());
+    await sweepAccess({ store, events: deps.events, log: log.child({ component: 'access' }) }, t);
   }
 
   async function beat(): Promise<void> {
